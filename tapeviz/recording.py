@@ -1,0 +1,230 @@
+"""The recording: plain dataclasses for what a run executed, and their JSON form.
+
+This is the contract (schema `tapeviz.recording/1`, see DESIGN.md) shared by the
+command line, the app and its export. No TensorFlow here: the app imports it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+SCHEMA = "tapeviz.recording/1"
+
+FORWARD = "forward"
+BACKWARD = "backward"
+
+VARIABLE = "variable"
+CONSTANT = "constant"
+INTERMEDIATE = "intermediate"
+
+
+@dataclass
+class Stats:
+    min: Optional[float]
+    max: Optional[float]
+    mean: Optional[float]
+    std: Optional[float]
+    nan: int = 0
+    inf: int = 0
+
+
+@dataclass
+class Tensor:
+    id: int
+    name: Optional[str]          # the user's Python variable bound to it, if any
+    shape: list
+    dtype: str
+    kind: str                    # "variable" | "constant" | "intermediate"
+    value: Any = None            # nested lists for small tensors, else None
+    stats: Optional[Stats] = None
+    producer: Optional[int] = None   # op id
+    line: Optional[int] = None       # where it was first seen (created or first used)
+    trainable: Optional[bool] = None  # variables only
+
+
+@dataclass
+class Op:
+    id: int
+    type: str                    # TF op type ("MatMul"), or the Python name of a tf.function
+    inputs: list
+    outputs: list
+    line: Optional[int]
+    scope: Optional[str]
+    tapes: list
+    phase: str = FORWARD
+    duration_us: Optional[float] = None
+    function: Optional[str] = None   # set for tf.function calls: the Python function's name
+    call: Optional[int] = None       # for backward ops: index of the gradient call in its tape
+
+
+@dataclass
+class GradResult:
+    source: int
+    grad: Optional[int]
+    none_reason: Optional[str] = None
+
+
+@dataclass
+class FlowEntry:
+    tensor: int
+    norm: float
+
+
+@dataclass
+class GradientCall:
+    line: Optional[int]
+    kind: str                    # "gradient" | "jacobian" | "batch_jacobian"
+    target: list
+    sources: list
+    results: list = field(default_factory=list)     # [GradResult]
+    flow: list = field(default_factory=list)        # [FlowEntry]
+    error: Optional[str] = None
+    warning: Optional[str] = None
+    note: Optional[str] = None     # e.g. why flow is empty
+
+
+@dataclass
+class Tape:
+    id: int
+    line: Optional[int]
+    persistent: bool
+    watch_accessed_variables: bool
+    parent: Optional[int]
+    watched: list = field(default_factory=list)
+    ops: list = field(default_factory=list)
+    gradients: list = field(default_factory=list)   # [GradientCall]
+    end_line: Optional[int] = None                   # where its `with` block ended
+
+
+@dataclass
+class Alert:
+    kind: str                    # "nan" | "inf"
+    op: Optional[int]
+    tensor: int
+    line: Optional[int]
+    phase: str = FORWARD
+
+
+@dataclass
+class Error:
+    type: str
+    message: str
+    line: Optional[int] = None
+    hint: Optional[str] = None
+
+
+@dataclass
+class Recording:
+    source: str
+    stdout: str = ""
+    error: Optional[Error] = None
+    ops: list = field(default_factory=list)
+    tensors: list = field(default_factory=list)
+    tapes: list = field(default_factory=list)
+    alerts: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)     # [{line, message}]
+    dropped: dict = field(default_factory=dict)      # what the bounds dropped: {"ops": n, ...}
+    duration_s: Optional[float] = None
+    schema: str = SCHEMA
+
+    # -- lookups the app uses; built on demand, never serialized ---------------
+    def tensor(self, tensor_id: int) -> Optional[Tensor]:
+        return self._index("_tensor_index", self.tensors).get(tensor_id)
+
+    def op(self, op_id: int) -> Optional[Op]:
+        return self._index("_op_index", self.ops).get(op_id)
+
+    def _index(self, attr: str, items: list) -> dict:
+        cached = self.__dict__.get(attr)
+        if cached is None or len(cached) != len(items):
+            cached = {item.id: item for item in items}
+            self.__dict__[attr] = cached
+        return cached
+
+    # -- JSON --------------------------------------------------------------
+    def to_dict(self) -> dict:
+        out = {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        # schema first: a reader sees what it is holding before anything else
+        return {"schema": out.pop("schema"), **out}
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        # Strict JSON (browsers reject NaN literals): the writer encodes
+        # non-finite floats as the strings "nan", "inf", "-inf" (see as_float).
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Recording":
+        schema = d.get("schema")
+        if schema != SCHEMA:
+            raise ValueError(f"not a tapeviz recording (schema {schema!r}, expected {SCHEMA!r})")
+        return cls(
+            source=d.get("source", ""),
+            stdout=d.get("stdout", ""),
+            error=_build(Error, d.get("error")),
+            ops=[_build(Op, o) for o in d.get("ops", [])],
+            tensors=[_tensor(t) for t in d.get("tensors", [])],
+            tapes=[_tape(t) for t in d.get("tapes", [])],
+            alerts=[_build(Alert, a) for a in d.get("alerts", [])],
+            warnings=list(d.get("warnings", [])),
+            dropped=dict(d.get("dropped", {})),
+            duration_s=d.get("duration_s"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "Recording":
+        return cls.from_dict(json.loads(text))
+
+
+def encode_float(x: float):
+    """A float for strict JSON: non-finite values become "nan", "inf" or "-inf"."""
+    if x != x:
+        return "nan"
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def as_float(x) -> Optional[float]:
+    """Read back a number the writer encoded with encode_float (None stays None)."""
+    if x is None or isinstance(x, (int, float)):
+        return x
+    return float(x)
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _build(cls, d):
+    """Build a dataclass from a dict, ignoring fields a newer writer added."""
+    if d is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _tensor(d: dict) -> Tensor:
+    t = _build(Tensor, d)
+    t.stats = _build(Stats, d.get("stats"))
+    return t
+
+
+def _tape(d: dict) -> Tape:
+    t = _build(Tape, d)
+    t.gradients = [_call(c) for c in d.get("gradients", [])]
+    return t
+
+
+def _call(d: dict) -> GradientCall:
+    c = _build(GradientCall, d)
+    c.results = [_build(GradResult, r) for r in d.get("results", [])]
+    c.flow = [_build(FlowEntry, f) for f in d.get("flow", [])]
+    return c
