@@ -96,6 +96,9 @@ class Tape:
     ops: list = field(default_factory=list)
     gradients: list = field(default_factory=list)   # [GradientCall]
     end_line: Optional[int] = None                   # where its `with` block ended
+    # [first op id, end op id) of each stretch during which it recorded: entering the
+    # block opens one, stop_recording() and leaving the block close it
+    recording_spans: list = field(default_factory=list)
 
 
 @dataclass

@@ -1,0 +1,252 @@
+"""Plain-language explanations: why a gradient came out None, and hints for errors.
+
+TensorFlow-free: it reads the recording's ops, tensors and tapes (plain data)
+and the program text, so the app and the recorder can both use it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Optional, Sequence
+
+from .recording import CONSTANT, VARIABLE, Op, Tape, Tensor
+
+# dtypes that carry gradients, as TensorFlow's tape decides (backprop_util.IsTrainable)
+DIFFERENTIABLE_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+                         "resource", "variant"}
+
+# Ops whose registered gradient is None (or that only produce non-differentiable outputs).
+NON_DIFFERENTIABLE_OPS = {
+    "ArgMax", "ArgMin", "Round", "Floor", "Ceil", "Rint", "StopGradient", "PreventGradient",
+    "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd",
+    "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite", "Shape", "Size", "Rank",
+    "RandomUniform", "RandomStandardNormal", "StatelessRandomUniformV2", "OneHot",
+    "FloorDiv", "FloorMod", "TruncateDiv", "BitwiseAnd", "Unique", "TopKV2",
+}
+
+# Program text that takes a value out of TensorFlow (NumPy or a Python number).
+_LEAVES_TF = re.compile(r"\.numpy\(\)|\bfloat\(|\bint\(|\.item\(\)|\bnp\.|\bnumpy\.|\.tolist\(\)")
+
+
+def _label(t: Optional[Tensor], fallback: str = "this source") -> str:
+    return f"`{t.name}`" if t is not None and t.name else fallback
+
+
+def _line_text(lines: Sequence[str], line: Optional[int]) -> str:
+    if line and 0 < line <= len(lines):
+        return lines[line - 1].strip()
+    return ""
+
+
+def _at(line: Optional[int]) -> str:
+    return f" (line {line})" if line else ""
+
+
+class _Graph:
+    """Producer/consumer indexes over a list of ops, for path questions."""
+
+    def __init__(self, ops: Iterable[Op]):
+        self.ops = list(ops)
+        self.producer = {}
+        for op in self.ops:
+            for t in op.outputs:
+                self.producer[t] = op
+
+    def ancestors(self, targets: Iterable[int]) -> set:
+        """Tensor ids that the targets were computed from (targets included)."""
+        seen, stack = set(), list(targets)
+        while stack:
+            t = stack.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            op = self.producer.get(t)
+            if op is not None:
+                stack.extend(op.inputs)
+        return seen
+
+    def descendants(self, source: int) -> set:
+        reach = {source}
+        for op in self.ops:                      # ops are in execution order
+            if any(i in reach for i in op.inputs):
+                reach.update(op.outputs)
+        return reach
+
+    def path_ops(self, source: int, targets: Iterable[int]) -> list:
+        """Ops on some path from source to a target, in execution order."""
+        down = self.descendants(source)
+        up = self.ancestors(targets)
+        return [op for op in self.ops
+                if any(i in down for i in op.inputs) and any(o in up for o in op.outputs)]
+
+
+def none_reason(*, ops: Sequence[Op], tensors: Mapping[int, Tensor], tape: Tape,
+                targets: Sequence[int], source: int, program: str = "") -> str:
+    """Say in plain words why tape.gradient(targets, source) is None."""
+    lines = program.splitlines()
+    src = tensors.get(source)
+    name = _label(src)
+    on_tape = set(tape.ops)
+    graph = _Graph(ops)
+
+    if src is not None and src.dtype not in DIFFERENTIABLE_DTYPES:
+        return (f"integer/non-float dtype: {name} is {src.dtype}, and only floating-point "
+                f"(or complex) tensors carry gradients. Create it as a float "
+                f"(tf.constant(3.0)) or tf.cast it to tf.float32 before the tape uses it.")
+
+    tape_tensors = set(tape.watched)
+    for op in ops:
+        if op.id in on_tape:
+            tape_tensors.update(op.inputs)
+            tape_tensors.update(op.outputs)
+
+    if source not in tape_tensors:
+        return _not_on_tape(src, name, tape, graph, tensors, lines)
+
+    # The source is on the tape. Is there a recorded path to the target?
+    taped = _Graph(op for op in ops if op.id in on_tape)
+    recorded_path = taped.path_ops(source, targets)
+    for op in recorded_path:
+        if op.type in NON_DIFFERENTIABLE_OPS:
+            return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} has no "
+                    f"gradient, so nothing flows back to {name}.")
+    if recorded_path:
+        return f"every gradient on the path from the target to {name} is None."
+
+    full_path = graph.path_ops(source, targets)
+    if full_path:
+        return _broken_path(full_path, tape, name, tensors)
+
+    escape = _left_tensorflow(graph, targets, tensors, src, lines)
+    if escape:
+        return escape
+    return (f"no path from the target to {name}: the target was not computed from {name}"
+            f" on this tape, so it does not depend on it.")
+
+
+def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
+    if src is not None and src.kind == VARIABLE:
+        if src.trainable is False:
+            return (f"not watched: {name} is a tf.Variable with trainable=False, and the tape "
+                    f"only watches trainable variables. Use tape.watch({src.name or 'v'}) "
+                    f"or make it trainable.")
+        if not tape.watch_accessed_variables:
+            return (f"not watched: the tape was created with watch_accessed_variables=False, "
+                    f"so it only records what you tape.watch(). Call tape.watch({src.name or 'v'}).")
+        return (f"not watched: {name} was not read while the tape was recording, so the tape "
+                f"never saw it. Use it inside the `with tf.GradientTape()` block.")
+
+    replaced = _replaced_variable(src, graph, tensors)
+    if replaced is not None:
+        op, var = replaced
+        return (f"the variable was replaced: {name} was a tf.Variable, but "
+                f"`{_line_text(lines, op.line) or 'an assignment'}`{_at(op.line)} made it a "
+                f"plain Tensor, and the tape does not watch plain tensors. Update a variable "
+                f"in place with {var.name or 'v'}.assign(...) or assign_add(...).")
+    if src is not None and src.producer is not None:
+        op = graph.producer.get(src.id)
+        return (f"not watched: {name} was computed{_at(op.line if op else None)} before or "
+                f"outside the tape's recording, so the tape does not know how it was made. "
+                f"Compute it inside the `with` block, or call tape.watch({src.name or 'x'}).")
+    return (f"not watched: {name} is a constant tensor, and a tape only watches trainable "
+            f"tf.Variables on its own. Call tape.watch({src.name if src and src.name else 'x'}) "
+            f"inside the `with` block, or make it a tf.Variable.")
+
+
+def _replaced_variable(src, graph, tensors):
+    """If src came from a variable of the same Python name, return (op, variable)."""
+    if src is None or src.producer is None or not src.name:
+        return None
+    for t in graph.ancestors([src.id]):
+        var = tensors.get(t)
+        if var is not None and var.kind == VARIABLE and var.name == src.name:
+            return graph.producer.get(src.id), var
+    return None
+
+
+def _broken_path(path, tape, name, tensors) -> str:
+    """The path exists in the program but not on the tape: say where it broke."""
+    on_tape = set(tape.ops)
+    spans = tape.recording_spans or []
+    for op in path:
+        if op.id in on_tape:
+            continue
+        if op.type in NON_DIFFERENTIABLE_OPS or any(
+                tensors.get(o) is not None and tensors[o].dtype not in DIFFERENTIABLE_DTYPES
+                for o in op.outputs):
+            return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} gives "
+                    f"integer or boolean results (or has no gradient), so the path from the "
+                    f"target back to {name} is cut there.")
+        if any(start <= op.id < end for start, end in spans):
+            continue   # recorded span but the tape skipped it: an earlier break explains it
+        if spans and spans[0][0] <= op.id <= spans[-1][1]:
+            return (f"the tape was not recording at{_at(op.line) or ' this point'}: the path "
+                    f"to {name} goes through `{op.type}` computed under tape.stop_recording().")
+        return (f"`{op.type}`{_at(op.line)} ran outside the `with tf.GradientTape()` block, so "
+                f"the tape never recorded that part of the path to {name}. Move the "
+                f"computation inside the block.")
+    return f"no recorded path from the target to {name}."
+
+
+def _left_tensorflow(graph, targets, tensors, src, lines) -> Optional[str]:
+    """Find where a value left TensorFlow through NumPy or Python on the way to the target."""
+    src_name = src.name if src is not None else None
+    for t in sorted(graph.ancestors(targets)):
+        tensor = tensors.get(t)
+        if tensor is None or tensor.kind != CONSTANT or tensor.producer is not None:
+            continue
+        text = _line_text(lines, tensor.line)
+        if _LEAVES_TF.search(text) and (src_name is None or src_name in text):
+            return (f"the path left TensorFlow through NumPy/Python at line {tensor.line} "
+                    f"(`{text}`): .numpy(), float() and NumPy functions give plain values "
+                    f"that the tape cannot differentiate. Keep the computation in TensorFlow "
+                    f"ops (tf.square, tf.reduce_sum, ...).")
+    return None
+
+
+# -- error hints -----------------------------------------------------------------------------
+
+_TF1_NAMES = ("placeholder", "Session", "InteractiveSession", "get_variable", "variable_scope",
+              "global_variables_initializer", "contrib", "to_float", "layers.dense",
+              "train.GradientDescentOptimizer", "train.AdamOptimizer")
+
+TF1_HINT = ("This is TensorFlow 1 graph-and-Session code. TensorFlow 2 runs eagerly: ops "
+            "return values at once, so there is no placeholder to feed and no Session to run. "
+            "Write plain Python with tensors (x = tf.constant(...); y = tf.matmul(x, w)) and "
+            "tf.GradientTape for gradients, or keep the old code under tf.compat.v1 inside "
+            "`with tf.Graph().as_default():`.")
+
+NONPERSISTENT_HINT = ("A GradientTape is non-persistent by default: it frees what it recorded "
+                      "after the first gradient() call. Create it with "
+                      "tf.GradientTape(persistent=True) to ask it more than once (and `del tape` "
+                      "when done), or get all gradients in one call: "
+                      "tape.gradient(y, [a, b]).")
+
+PERSISTENT_INSIDE_HINT = ("gradient() was called inside the `with` block of a persistent tape: the "
+                          "tape records the gradient computation too, which costs time and "
+                          "memory. Call it after the block, unless you want higher-order "
+                          "derivatives.")
+
+
+def error_hint(error_type: str, message: str, line_text: str = "") -> Optional[str]:
+    """A plain-language explanation and fix for mistakes learners make, or None."""
+    text = f"{message}\n{line_text}"
+    if "non-persistent GradientTape can only be used" in message:
+        return NONPERSISTENT_HINT
+    if error_type == "AttributeError" and "tensorflow" in message and any(
+            f"'{n.split('.')[0]}'" in message for n in _TF1_NAMES):
+        return TF1_HINT
+    if "placeholder() is not compatible with eager" in message or \
+            "Session graph is empty" in message or "tf.compat.v1.Session" in text:
+        return TF1_HINT
+    m = re.search(r"Matrix size-incompatible: In\[0\]: \[([\d,]+)\], In\[1\]: \[([\d,]+)\]", message)
+    if m:
+        a, b = m.group(1).split(","), m.group(2).split(",")
+        return (f"tf.matmul(a, b) needs a's last dimension to equal b's first: here a is "
+                f"[{', '.join(a)}] and b is [{', '.join(b)}] ({a[-1]} != {b[0]}). Transpose one "
+                f"(tf.transpose, or transpose_b=True) or reshape so the inner dimensions match.")
+    if error_type == "Timeout":
+        return ("The program was stopped at its time limit. Look for a loop that never ends "
+                "(a `while` whose condition never turns false), or make the work smaller.")
+    if error_type == "SyntaxError":
+        return "Python could not parse the program: check the line shown for a typo."
+    return None
