@@ -1,0 +1,430 @@
+"""Recording -> networkx graph of what ran: tensor and op nodes, grouped by Keras layer.
+
+Walking only: which nodes and edges there are, with their labels and hover text.
+layout.py places them and figures.py draws them. No TensorFlow here.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Iterable, Optional
+
+import networkx as nx
+
+from .recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
+
+READ_VARIABLE = "ReadVariableOp"
+TAPE_SCOPE_PREFIX = "gradient_tape/"
+
+# Node categories, in legend order.
+VARIABLE_NODE = "variable"
+WATCHED_CONSTANT = "watched_constant"
+CONSTANT_NODE = "constant"
+INTERMEDIATE = "intermediate"
+FORWARD_OP = "forward_op"
+BACKWARD_OP = "backward_op"
+GROUP = "group"
+CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORWARD_OP, BACKWARD_OP, GROUP)
+
+# How much of a value or a reason fits in a hover box.
+VALUE_CHARS = 160
+
+
+def tensor_node(tensor_id: int) -> str:
+    return f"t{tensor_id}"
+
+
+def op_node(op_id: int) -> str:
+    return f"o{op_id}"
+
+
+def group_node(key: str, phase: str) -> str:
+    return f"g:{phase}:{key}"
+
+
+def group_key(scope: Optional[str]) -> Optional[str]:
+    """The Keras layer an op belongs to: the first two parts of its scope.
+
+    A gradient's ops live under "gradient_tape/<forward scope>/...", so stripping
+    that prefix gives the forward and backward ops of one layer the same key.
+    """
+    if not scope:
+        return None
+    if scope.startswith(TAPE_SCOPE_PREFIX):
+        scope = scope[len(TAPE_SCOPE_PREFIX):]
+    parts = [p for p in scope.split("/") if p]
+    return "/".join(parts[:2]) or None
+
+
+def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand: Iterable[str] = (),
+          gradient_path_only: bool = False, upto_op: Optional[int] = None,
+          call: Optional[int] = None) -> nx.DiGraph:
+    """The graph of what ran: edges tensor -> op (input) and op -> tensor (output).
+
+    tape: show only the ops that tape recorded (None: every op). group: one node per
+    Keras layer and phase, except the group keys (or group node ids) in `expand`.
+    call: index of a gradient call of `tape`; its sources get a `none_reason` where
+    the gradient was None, and `gradient_path_only` keeps only what lies between
+    its sources and target. upto_op: only ops with id <= upto_op (step-through).
+    """
+    alias, folded = _read_aliases(rec)
+    chosen = gradient_call(rec, tape, call) if call is not None else None
+    if gradient_path_only and chosen is None:
+        raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
+
+    ops = [op for op in rec.ops
+           if op.id not in folded
+           and (tape is None or tape in op.tapes)
+           and (upto_op is None or op.id <= upto_op)]
+    on_path = None
+    if gradient_path_only:
+        on_path = _path_tensors(chosen, ops, alias)
+        ops = [op for op in ops
+               if any(alias(t) in on_path for t in op.inputs) and any(alias(t) in on_path for t in op.outputs)]
+
+    roles = _roles(chosen, alias)
+    watched = {alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched}
+    node_of = _op_nodes(ops, group, set(expand))
+    producer = {alias(t): node_of[op.id] for op in ops for t in op.outputs}
+    consumers: dict = {}
+    for op in ops:
+        for t in op.inputs:
+            consumers.setdefault(alias(t), set()).add(node_of[op.id])
+
+    def shown(t: int) -> bool:
+        if on_path is not None and t not in on_path:
+            return False
+        if t in roles or t in watched:
+            return True
+        info = rec.tensor(t)
+        if info is not None and info.kind == VARIABLE:
+            return True
+        # A tensor made and used inside one collapsed layer is that layer's business,
+        # unless nothing used it and the user named it: then it is a result.
+        home = producer.get(t)
+        if t not in consumers and info is not None and info.name:
+            return True
+        return not (home and home.startswith("g:") and consumers.get(t, {home}) <= {home})
+
+    G = nx.DiGraph()
+    order = {op.id: i for i, op in enumerate(rec.ops)}
+    for op in ops:
+        node = node_of[op.id]
+        _add_op(G, rec, op, node, order[op.id])
+        for t in map(alias, op.inputs):
+            if shown(t):
+                _add_tensor(G, rec, t, watched, order)
+                if producer.get(t) != node:   # a layer reading its own output is no edge between nodes
+                    _add_edge(G, tensor_node(t), node)
+        for t in map(alias, op.outputs):
+            if shown(t):
+                _add_tensor(G, rec, t, watched, order)
+                _add_edge(G, node, tensor_node(t))
+            elif node.startswith("g:"):
+                G.nodes[node]["tensors"].append(t)
+
+    # Watched tensors and the call's sources and target show even when no op used them:
+    # an unused source is exactly what a None gradient needs to point at.
+    for t in sorted(watched | set(roles)):
+        info = rec.tensor(t)
+        made = upto_op is None or info is None or info.producer is None or info.producer <= upto_op
+        if made and shown(t):
+            _add_tensor(G, rec, t, watched, order)
+    for t, role in roles.items():
+        if tensor_node(t) in G:
+            G.nodes[tensor_node(t)]["role"] = role
+    if chosen is not None:
+        for node, reason in _none_reasons(chosen, alias).items():
+            if node in G:
+                G.nodes[node]["none_reason"] = reason
+                G.nodes[node]["hover"] += "\ngradient: None, " + reason
+    _finish_groups(G, rec)
+    return G
+
+
+def gradient_call(rec: Recording, tape: Optional[int], call: int) -> GradientCall:
+    """tape.gradients[call]; with tape None, the only tape's call."""
+    if tape is None:
+        if len(rec.tapes) != 1:
+            raise ValueError("choose a tape: the recording has %d tapes" % len(rec.tapes))
+        return rec.tapes[0].gradients[call]
+    for tp in rec.tapes:
+        if tp.id == tape:
+            return tp.gradients[call]
+    raise KeyError(f"no tape {tape} in the recording")
+
+
+def gradient_calls(rec: Recording) -> list:
+    """Every gradient call as (tape id, call index, label) for a chooser."""
+    alias, _ = _read_aliases(rec)
+    out = []
+    for tp in rec.tapes:
+        for i, c in enumerate(tp.gradients):
+            target = ", ".join(_tensor_word(rec, alias(t)) for t in c.target)
+            sources = ", ".join(_tensor_word(rec, alias(t)) for t in c.sources)
+            line = f"line {c.line}: " if c.line is not None else ""
+            out.append((tp.id, i, f"tape {tp.id}, {line}{c.kind}({target}, [{sources}])"))
+    return out
+
+
+def none_results(rec: Recording, tape_id: Optional[int], call_index: int) -> dict:
+    """{source node id: why its gradient is None} for one gradient call."""
+    alias, _ = _read_aliases(rec)
+    return _none_reasons(gradient_call(rec, tape_id, call_index), alias)
+
+
+def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optional[nx.DiGraph] = None) -> dict:
+    """{node id: norm of d target / d node} for one gradient call.
+
+    Tensors take their flow entry; an op takes the norm at its outputs, a layer group
+    the largest over its ops (a NaN or Inf wins: it is what the view must show). With
+    G, the result is keyed by G's nodes only.
+    """
+    alias, _ = _read_aliases(rec)
+    by_tensor: dict = {}
+    for entry in gradient_call(rec, tape_id, call_index).flow:
+        t = alias(entry.tensor)
+        by_tensor[t] = _worst([by_tensor[t], as_float(entry.norm)]) if t in by_tensor else as_float(entry.norm)
+    norms = {tensor_node(t): n for t, n in by_tensor.items()}
+    for op in rec.ops:
+        values = [by_tensor[alias(t)] for t in op.outputs if alias(t) in by_tensor]
+        if values:
+            norms[op_node(op.id)] = _worst(values)
+    if G is None:
+        return norms
+    out = {}
+    for node, data in G.nodes(data=True):
+        if node in norms:
+            out[node] = norms[node]
+        elif data.get("kind") == GROUP:
+            values = [norms[op_node(m)] for m in data["members"] if op_node(m) in norms]
+            if values:
+                out[node] = _worst(values)
+    return out
+
+
+# -- walking ---------------------------------------------------------------------
+
+def _read_aliases(rec: Recording):
+    """Fold each ReadVariableOp into its variable: students think of `w`, not of its read."""
+    target = {}
+    folded = set()
+    for op in rec.ops:
+        if op.type == READ_VARIABLE and op.inputs:
+            folded.add(op.id)
+            for t in op.outputs:
+                target[t] = op.inputs[0]
+
+    def alias(t: int) -> int:
+        seen = 0
+        while t in target and seen < 100:   # reads of reads; the bound guards a malformed loop
+            t = target[t]
+            seen += 1
+        return t
+
+    return alias, folded
+
+
+def _path_tensors(call: GradientCall, ops: list, alias) -> set:
+    """The tensors between the call's sources and its target.
+
+    The recorder's flow says so; when it is empty (see call.note), fall back to
+    what reaches the target from a source through the shown ops.
+    """
+    ends = {alias(t) for t in call.sources} | {alias(t) for t in call.target}
+    if call.flow:
+        return {alias(e.tensor) for e in call.flow} | ends
+    g = nx.DiGraph()
+    for op in ops:
+        for i in op.inputs:
+            for o in op.outputs:
+                g.add_edge(alias(i), alias(o))
+    sources = [alias(t) for t in call.sources if alias(t) in g]
+    targets = [alias(t) for t in call.target if alias(t) in g]
+    below = set(sources).union(*(nx.descendants(g, s) for s in sources)) if sources else set()
+    above = set(targets).union(*(nx.ancestors(g, t) for t in targets)) if targets else set()
+    return (below & above) | ends
+
+
+def _roles(call: Optional[GradientCall], alias) -> dict:
+    if call is None:
+        return {}
+    roles = {alias(t): "source" for t in call.sources}
+    roles.update({alias(t): "target" for t in call.target})
+    return roles
+
+
+def _none_reasons(call: GradientCall, alias) -> dict:
+    return {tensor_node(alias(r.source)): r.none_reason or "the gradient is None"
+            for r in call.results if r.grad is None}
+
+
+def _op_nodes(ops: list, group: bool, expand: set) -> dict:
+    """op id -> the node that shows it: its own, or its layer's group for its phase."""
+    node_of = {}
+    for op in ops:
+        key = group_key(op.scope) if group else None
+        node = group_node(key, op.phase) if key else None
+        if node is None or key in expand or node in expand:
+            node = op_node(op.id)
+        node_of[op.id] = node
+    return node_of
+
+
+def _add_edge(G: nx.DiGraph, u: str, v: str) -> None:
+    # Edges between layer groups aggregate: one edge, counting what it stands for.
+    if G.has_edge(u, v):
+        G.edges[u, v]["count"] += 1
+    else:
+        G.add_edge(u, v, count=1)
+
+
+def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int) -> None:
+    if node.startswith("o"):
+        G.add_node(node, kind="op", category=BACKWARD_OP if op.phase == BACKWARD else FORWARD_OP,
+                   label=op.function or op.type, hover=_op_hover(rec, op), line=op.line,
+                   order=order, phase=op.phase, ref=op.id, group=group_key(op.scope), scope=op.scope)
+        return
+    if node not in G:
+        key = group_key(op.scope)
+        G.add_node(node, kind=GROUP, category=GROUP, label=key.split("/")[-1], hover="", line=op.line,
+                   order=order, phase=op.phase, ref=None, group=key, scope=key, members=[], tensors=[])
+    G.nodes[node]["members"].append(op.id)
+
+
+def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict) -> None:
+    node = tensor_node(t)
+    if node in G:
+        return
+    info = rec.tensor(t)
+    if info is None:    # the recording's bounds dropped it
+        G.add_node(node, kind="tensor", category=INTERMEDIATE, label="", name=None, line=None, order=-1,
+                   phase=FORWARD, ref=t, hover=f"tensor {t} (not recorded)")
+        return
+    producer = rec.op(info.producer) if info.producer is not None else None
+    if info.kind == VARIABLE:
+        category = VARIABLE_NODE
+    elif t in watched:
+        category = WATCHED_CONSTANT
+    elif info.kind == CONSTANT:
+        category = CONSTANT_NODE
+    else:
+        category = INTERMEDIATE
+    G.add_node(node, kind="tensor", category=category, label=info.name or _short_shape(info.shape),
+               name=info.name, line=info.line if info.line is not None else getattr(producer, "line", None),
+               order=order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t,
+               hover=_tensor_hover(info, category, producer))
+
+
+def _finish_groups(G: nx.DiGraph, rec: Recording) -> None:
+    groups = [data for _, data in G.nodes(data=True) if data["kind"] == GROUP]
+    phases: dict = {}
+    for data in groups:
+        phases.setdefault(data["group"], set()).add(data["phase"])
+    for data in groups:
+        # "conv2d" alone reads best; the phase is only worth saying when both are on screen.
+        if len(phases[data["group"]]) > 1:
+            data["label"] += f" ({data['phase']})"
+        data["hover"] = _group_hover(rec, data)
+
+
+# -- words -----------------------------------------------------------------------
+
+def _tensor_word(rec: Recording, t: int) -> str:
+    info = rec.tensor(t)
+    return info.name if info is not None and info.name else f"tensor {t}"
+
+
+def _short_shape(shape) -> str:
+    if not shape:
+        return ""
+    return "×".join("?" if d is None else str(d) for d in shape)
+
+
+def _number(x) -> str:
+    x = as_float(x)
+    if x is None:
+        return "?"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return f"{x:.4g}"
+
+
+def _value_text(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_value_text(v) for v in value) + "]"
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float, str)):
+        try:
+            return _number(value)
+        except ValueError:     # a string tensor's own value
+            return repr(value)
+    return str(value)
+
+
+def _tensor_hover(info, category: str, producer) -> str:
+    title = info.name or f"tensor {info.id}"
+    lines = [f"{title}  ({category.replace('_', ' ')})",
+             f"shape {list(info.shape)}  {info.dtype}"]
+    if info.value is not None:
+        text = _value_text(info.value)
+        lines.append("value " + (text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"))
+    if info.stats is not None:
+        s = info.stats
+        lines.append(f"min {_number(s.min)}  max {_number(s.max)}  mean {_number(s.mean)}  std {_number(s.std)}")
+        if s.nan or s.inf:
+            lines.append(f"⚠ {s.nan} NaN, {s.inf} Inf")
+    if producer is not None:
+        lines.append(f"made by {producer.function or producer.type} (op {producer.id})")
+    line = info.line if info.line is not None else getattr(producer, "line", None)
+    if line is not None:
+        lines.append(f"line {line}")
+    scope = getattr(producer, "scope", None)
+    if scope:
+        lines.append(f"scope {scope}")
+    return "\n".join(lines)
+
+
+def _op_hover(rec: Recording, op) -> str:
+    lines = [f"{op.function or op.type}  ({op.phase} op {op.id})"]
+    if op.function:
+        lines.append(f"tf.function, runs {op.type}")
+    for word, ids in (("in", op.inputs), ("out", op.outputs)):
+        if ids:
+            lines.append(f"{word}: " + ", ".join(_tensor_brief(rec, t) for t in ids[:6])
+                         + (" …" if len(ids) > 6 else ""))
+    if op.line is not None:
+        lines.append(f"line {op.line}")
+    if op.scope:
+        lines.append(f"scope {op.scope}")
+    lines.append("recorded by tape " + ", ".join(map(str, op.tapes)) if op.tapes else "recorded by no tape")
+    if op.duration_us is not None:
+        lines.append(f"{op.duration_us:.0f} µs")
+    return "\n".join(lines)
+
+
+def _tensor_brief(rec: Recording, t: int) -> str:
+    info = rec.tensor(t)
+    if info is None:
+        return f"tensor {t}"
+    return (info.name or f"t{t}") + f" {list(info.shape)}"
+
+
+def _group_hover(rec: Recording, data: dict) -> str:
+    members = data["members"]
+    types = Counter(rec.op(m).function or rec.op(m).type for m in members)
+    kinds = ", ".join(f"{name} ×{n}" for name, n in types.most_common(6))
+    lines = [f"{data['group']}  ({data['phase']})", f"{len(members)} ops: {kinds}" + (" …" if len(types) > 6 else "")]
+    used = sorted({rec.op(m).line for m in members if rec.op(m).line is not None})
+    if used:
+        lines.append(f"line {used[0]}" if len(used) == 1 else f"lines {used[0]}–{used[-1]}")
+    lines.append("expand the group to see its ops")
+    return "\n".join(lines)
+
+
+def _worst(values: list) -> float:
+    """The norm a node shows: NaN, then Inf, then the largest."""
+    if any(v != v for v in values):
+        return float("nan")
+    return max(values)
