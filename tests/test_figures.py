@@ -1,0 +1,151 @@
+"""figures.op_graph: one edge trace, a trace per category, flow colours, None notes, 10k ops."""
+import pathlib
+import subprocess
+import sys
+
+import plotly.graph_objects as go
+
+from tapeviz import figures, graph, layout
+from tapeviz.recording import FlowEntry
+from test_graph import chain, keras_like, wxb
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def draw(rec, flow=None, **kw):
+    G = graph.build(rec, **kw)
+    return G, figures.op_graph(G, layout.layered(G), flow=flow)
+
+
+def lines(fig):
+    return [tr for tr in fig.data if tr.mode == "lines"]
+
+
+def node_traces(fig):
+    return [tr for tr in fig.data if tr.mode != "lines" and tr.customdata is not None and tr.name != "selected"]
+
+
+def test_one_edge_trace_holds_every_edge():
+    rec, _ = wxb()
+    G, fig = draw(rec, tape=1)
+    (edges,) = lines(fig)
+    assert list(edges.x).count(None) == G.number_of_edges()
+
+
+def test_one_trace_per_category_with_the_node_ids():
+    rec, _ = wxb()
+    G, fig = draw(rec)
+    traces = node_traces(fig)
+    names = [tr.name for tr in traces]
+    assert names == ["variables", "constants", "intermediate tensors", "forward ops", "backward ops"]
+    assert sorted(n for tr in traces for n in tr.customdata) == sorted(G)
+    assert all(isinstance(tr, go.Scattergl) for tr in fig.data)
+    ops = next(tr for tr in traces if tr.name == "forward ops")
+    assert ops.marker.symbol == "square" and ops.textfont.size >= 14
+    assert "Mul" in ops.text
+
+
+def test_hover_text_is_html_with_line_breaks():
+    rec, ids = wxb()
+    G, fig = draw(rec, tape=1)
+    variables = next(tr for tr in node_traces(fig) if tr.name == "variables")
+    k = list(variables.customdata).index(graph.tensor_node(ids["w"]))
+    assert variables.hovertext[k].startswith("w  (variable)<br>")
+
+
+def test_flow_colours_nodes_and_shows_a_colour_bar():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    flow = graph.flow_norms(rec, 1, 0, G)
+    fig = figures.op_graph(G, layout.layered(G), flow=flow)
+    bars = [tr for tr in fig.data if tr.marker is not None and tr.marker.showscale]
+    assert len(bars) == 1 and bars[0].marker.colorscale
+    colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
+    assert colours[graph.tensor_node(ids["u"])] == figures.NO_GRADIENT     # the branch the gradient skips
+    assert colours[graph.tensor_node(ids["w"])] != colours[graph.tensor_node(ids["z"])]  # 3.0 vs 1.0
+    assert colours[graph.tensor_node(ids["w"])].startswith("rgb")
+    # the base edges grey out and the path is drawn again on top
+    base, path = lines(fig)
+    assert base.line.color == figures.NO_GRADIENT
+    assert path.x.count(None) == 5    # w->Mul->wx->Add->z and b->Add; not x, which is not watched
+
+
+def test_zero_and_non_finite_norms_stand_apart():
+    rec, ids = wxb()
+    flow = rec.tapes[0].gradients[0].flow
+    flow[:] = [FlowEntry(ids["w"], "nan"), FlowEntry(ids["wx"], "inf"), FlowEntry(ids["b"], 0.0),
+               FlowEntry(ids["z"], 1.0)]
+    G = graph.build(rec, tape=1)
+    fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
+    colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
+    assert colours[graph.tensor_node(ids["w"])] == colours[graph.tensor_node(ids["wx"])] == figures.NON_FINITE
+    assert colours[graph.tensor_node(ids["b"])] == figures.NO_GRADIENT
+    assert colours[graph.tensor_node(ids["z"])].startswith("rgb")
+    hover = {n: h for tr in node_traces(fig) for n, h in zip(tr.customdata, tr.hovertext)}
+    assert "nan" in hover[graph.tensor_node(ids["w"])]
+
+
+def test_none_gradient_source_is_annotated_with_its_reason():
+    rec, ids = wxb()
+    G, fig = draw(rec, tape=1, call=0)
+    (note,) = fig.layout.annotations
+    x, y = layout.layered(G)[graph.tensor_node(ids["x"])]
+    assert (note.x, note.y) == (x, y)
+    assert note.text == "None: x is not watched"
+    assert note.hovertext == "x is not watched: it is a tf.constant"
+
+
+def test_no_notes_without_a_call():
+    rec, _ = wxb()
+    _, fig = draw(rec, tape=1)
+    assert not fig.layout.annotations
+
+
+def test_selected_node_is_ringed():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1)
+    pos = layout.layered(G)
+    node = graph.tensor_node(ids["wx"])
+    fig = figures.op_graph(G, pos, selected=node, title="z = w*x + b")
+    (ring,) = [tr for tr in fig.data if tr.name == "selected"]
+    assert (ring.x[0], ring.y[0]) == pos[node] and list(ring.customdata) == [node]
+    assert fig.layout.title.text == "z = w*x + b"
+
+
+def test_groups_are_drawn_by_phase():
+    rec, _ = keras_like()
+    _, fig = draw(rec)
+    (layers,) = [tr for tr in node_traces(fig) if tr.name == "layers"]
+    symbols = dict(zip(layers.customdata, layers.marker.symbol))
+    assert symbols["g:forward:sequential/dense"] == "square"
+    assert symbols["g:backward:sequential/dense"] == "diamond"
+    assert "dense (backward)" in layers.text
+
+
+def test_ten_thousand_ops_stay_in_a_handful_of_webgl_traces():
+    rec = chain(10_000)
+    rec.tapes[0].gradients = []
+    G, fig = draw(rec, tape=1)
+    assert len(fig.data) <= len(graph.CATEGORIES) + 1
+    assert all(isinstance(tr, go.Scattergl) for tr in fig.data)
+    assert len(lines(fig)) == 1
+    # thousands of labels would be an unreadable smear: hover carries them instead
+    assert all(tr.text is None for tr in node_traces(fig) if len(tr.customdata) > figures.LABELLED_TRACE)
+    assert sum(len(tr.customdata) for tr in node_traces(fig)) == G.number_of_nodes()
+
+
+def test_to_html_is_standalone():
+    rec, _ = wxb()
+    _, fig = draw(rec, tape=1)
+    page = figures.to_html(fig)
+    assert "<html>" in page and page.rstrip().endswith("</html>")
+    # plotly.js itself is inlined (megabytes), not fetched from a CDN: the file opens offline
+    assert len(page) > 1_000_000 and 'src="https://cdn.plot.ly' not in page
+    assert '"customdata"' in page
+
+
+def test_drawing_never_imports_tensorflow():
+    # The Streamlit process imports these; TensorFlow must stay in the worker.
+    code = ("import sys, tapeviz.graph, tapeviz.layout, tapeviz.figures; "
+            "sys.exit('tensorflow' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
