@@ -132,8 +132,9 @@ def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
         if not tape.watch_accessed_variables:
             return (f"not watched: the tape was created with watch_accessed_variables=False, "
                     f"so it only records what you tape.watch(). Call tape.watch({src.name or 'v'}).")
-        return (f"not watched: {name} was not read while the tape was recording, so the tape "
-                f"never saw it. Use it inside the `with tf.GradientTape()` block.")
+        return (f"no path from the target to {name}: {name} was never used while the tape "
+                f"was recording, so the target does not depend on it (an unconnected source). "
+                f"Use it inside the `with tf.GradientTape()` block to get a gradient.")
 
     replaced = _replaced_variable(src, graph, tensors)
     if replaced is not None:
@@ -194,12 +195,25 @@ def _left_tensorflow(graph, targets, tensors, src, lines) -> Optional[str]:
         tensor = tensors.get(t)
         if tensor is None or tensor.kind != CONSTANT or tensor.producer is not None:
             continue
-        text = _line_text(lines, tensor.line)
+        # A constant is first seen where it is used; it was made where its name was bound.
+        made = _assignment_line(lines, tensor.name, tensor.line) or tensor.line
+        text = _line_text(lines, made)
         if _LEAVES_TF.search(text) and (src_name is None or src_name in text):
-            return (f"the path left TensorFlow through NumPy/Python at line {tensor.line} "
+            return (f"the path left TensorFlow through NumPy/Python at line {made} "
                     f"(`{text}`): .numpy(), float() and NumPy functions give plain values "
                     f"that the tape cannot differentiate. Keep the computation in TensorFlow "
                     f"ops (tf.square, tf.reduce_sum, ...).")
+    return None
+
+
+def _assignment_line(lines, name: Optional[str], before: Optional[int]) -> Optional[int]:
+    """The last line up to `before` that binds `name` (a plain `name = ...`)."""
+    if not name or not before or not name.isidentifier():
+        return None
+    pattern = re.compile(rf"^\s*{re.escape(name)}\s*=[^=]")
+    for line in range(min(before, len(lines)), 0, -1):
+        if pattern.match(lines[line - 1]):
+            return line
     return None
 
 

@@ -221,11 +221,6 @@ class Session:
                 if rid is not None:
                     self.tensors[rid].name = self.handle_names[handle._id]
 
-    def scan_caller(self):
-        frame = self.user_frame(sys._getframe(2))
-        self.scan_names(frame)
-        return frame
-
     # -- tensors ---------------------------------------------------------------------------
     def tensor_id(self, t, line: Optional[int], producer: Optional[int] = None) -> int:
         tf_id = t._id
@@ -306,9 +301,10 @@ class Session:
         line up with the op's inputs, so the variable behind each unseen input is known."""
         code = wrapper.f_code
         args = []
+        # Generated wrappers take the op's inputs first, then its attrs.
         for name in code.co_varnames[:code.co_argcount]:
-            if name in ("name", "ctx"):
-                continue
+            if len(args) >= len(inputs):
+                break
             value = wrapper.f_locals.get(name)
             args.extend(value if isinstance(value, (list, tuple)) else [value])
         if len(args) != len(inputs):
@@ -644,7 +640,7 @@ def make_tape_class(session: Session):
             if not self._tracked() or state is None:
                 return super().gradient(target, sources, output_gradients,
                                         unconnected_gradients)
-            frame = session.scan_caller()
+            frame = session.user_frame(sys._getframe(1))
             call = self._begin_call("gradient", target, sources, frame)
             flat_sources = nest.flatten(sources)
             # Ask TensorFlow for d target / d t of the tensors between sources and target in the
@@ -698,7 +694,7 @@ def make_tape_class(session: Session):
             state = session.state_of(self)
             if not self._tracked() or state is None:
                 return method(target, sources, **kwargs)
-            frame = session.scan_caller()
+            frame = session.user_frame(sys._getframe(2))
             call = self._begin_call(kind, target, sources, frame)
             flow_ids = session.between(state, self._flat_ids(target),
                                        self._flat_ids(nest.flatten(sources))) \
@@ -752,6 +748,7 @@ def make_tape_class(session: Session):
                 call.warning = explain.PERSISTENT_INSIDE_HINT
                 session.warnings.append({"line": line, "message": explain.PERSISTENT_INSIDE_HINT})
             state.rec.gradients.append(call)
+            session.scan_names(frame)      # names for targets and sources first seen here
             return call
 
         @staticmethod
@@ -864,11 +861,13 @@ def _time_limit(seconds: Optional[float]):
 
 
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
-           max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT) -> Recording:
+           max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
+           namespace: Optional[dict] = None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
-    reported in `Recording.error`, with everything recorded up to that point."""
+    reported in `Recording.error`, with everything recorded up to that point. `namespace`,
+    if given, receives the program's globals (tests compare them with a plain run)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -885,7 +884,9 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     user_builtins = dict(builtins.__dict__)
     user_builtins["__import__"] = make_import(make_tape_class(session))
-    namespace = {"__name__": "__main__", "__file__": filename, "__builtins__": user_builtins}
+    namespace = {} if namespace is None else namespace
+    namespace.update({"__name__": "__main__", "__file__": filename,
+                      "__builtins__": user_builtins})
     session.module_globals = namespace
     callback = session.on_op
     op_callbacks.add_op_callback(callback)

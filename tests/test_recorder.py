@@ -1,0 +1,533 @@
+"""The recorder against plain TensorFlow: the same program run both ways must give the
+same results, and the recording must say what TensorFlow's tape really did."""
+import contextlib
+import io
+import json
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+from tensorflow.python.eager import context  # noqa: E402
+
+from tapeviz import recorder  # noqa: E402
+from tapeviz.recording import BACKWARD, Recording  # noqa: E402
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def run_plain(source: str) -> tuple[dict, str]:
+    """The reference: the program under plain TensorFlow, no tapeviz."""
+    namespace = {"__name__": "__main__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "plain.py", "exec"), namespace)
+    return namespace, out.getvalue()
+
+
+def run_recorded(source: str, **kwargs) -> tuple[Recording, dict]:
+    namespace = {}
+    rec = recorder.record(source, namespace=namespace, **kwargs)
+    # Every recording must survive its JSON form unchanged.
+    assert Recording.from_json(rec.to_json()).to_dict() == rec.to_dict()
+    return rec, namespace
+
+
+def same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def by_name(rec: Recording, name: str):
+    matches = [t for t in rec.tensors if t.name == name]
+    assert matches, f"no tensor named {name!r}: {[t.name for t in rec.tensors if t.name]}"
+    return matches[-1]
+
+
+def op_types(rec, ids):
+    return [rec.op(i).type for i in ids]
+
+
+# -- the eager guide's programs ---------------------------------------------------------------
+
+def test_matmul_on_a_list_matches_plain_tf():
+    program = src("""
+        import tensorflow as tf
+        m = tf.matmul([[2.0]], [[3.0]])
+        print("hello, {}".format(m))
+    """)
+    plain, out = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    assert rec.stdout == out
+    matmul = [o for o in rec.ops if o.type == "MatMul"]
+    assert len(matmul) == 1 and matmul[0].line == 2 and matmul[0].tapes == []
+    result = rec.tensor(matmul[0].outputs[0])
+    assert result.name == "m" and result.value == [[6.0]]
+    same(ns["m"], plain["m"])
+
+
+def test_fizzbuzz_prints_the_same_and_records_each_iteration():
+    program = src("""
+        import tensorflow as tf
+        counter = tf.constant(0)
+        for num in range(1, 16):
+            num = tf.constant(num)
+            if int(num % 3) == 0 and int(num % 5) == 0:
+                print('FizzBuzz')
+            elif int(num % 3) == 0:
+                print('Fizz')
+            elif int(num % 5) == 0:
+                print('Buzz')
+            else:
+                print(num.numpy())
+            counter += 1
+    """)
+    _, out = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None and rec.stdout == out
+    assert ns["counter"].numpy() == 15
+    adds = [o for o in rec.ops if o.type == "AddV2" and o.line == 13]
+    assert len(adds) == 15
+    assert {o.line for o in rec.ops if o.type == "FloorMod"} <= {5, 7, 9}
+
+
+LINEAR = src("""
+    import tensorflow as tf
+    w = tf.Variable([[1.0, 2.0]])
+    x = tf.constant([[3.0], [4.0]])
+    b = tf.Variable(0.5)
+    with tf.GradientTape(persistent=PERSISTENT) as tape:
+        wx = tf.matmul(w, x)
+        z = wx + b
+    dz_dw, dz_db = tape.gradient(z, [w, b])
+""")
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_linear_gradient_equals_plain_tape_gradient(persistent):
+    program = LINEAR.replace("PERSISTENT", str(persistent))
+    if persistent:
+        program += "dz_dx_again = tape.gradient(z, w)\n"
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    same(ns["dz_dw"], plain["dz_dw"])
+    same(ns["dz_db"], plain["dz_db"])
+    (tape,) = rec.tapes
+    assert tape.persistent is persistent and tape.line == 5 and tape.parent is None
+    assert sorted(op_types(rec, tape.ops)) == ["AddV2", "MatMul", "ReadVariableOp", "ReadVariableOp"]
+    call = tape.gradients[0]
+    assert call.kind == "gradient" and call.line == 8
+    assert [r.source for r in call.results] == [by_name(rec, "w").id, by_name(rec, "b").id]
+    grad_w = rec.tensor(call.results[0].grad)
+    assert grad_w.value == plain["dz_dw"].numpy().tolist()
+    assert [o.phase for o in rec.ops if o.line == 8] and \
+        all(o.phase == BACKWARD for o in rec.ops if o.line == 8)
+    # Backward ops of a call outside the block are on no tape.
+    assert all(o.tapes == [] for o in rec.ops if o.phase == BACKWARD)
+    if persistent:
+        assert len(tape.gradients) == 2
+        same(ns["dz_dx_again"], plain["dz_dw"])
+
+
+def test_flow_norms_equal_gradients_of_the_intermediates():
+    program = LINEAR.replace("PERSISTENT", "False")
+    rec, _ = run_recorded(program)
+    # The reference: plain TF asked for d z / d wx and d z / d w directly.
+    ref = src("""
+        import tensorflow as tf
+        w = tf.Variable([[1.0, 2.0]])
+        x = tf.constant([[3.0], [4.0]])
+        b = tf.Variable(0.5)
+        with tf.GradientTape() as tape:
+            wx = tf.matmul(w, x)
+            z = wx + b
+        d_wx, d_w = tape.gradient(z, [wx, w])
+    """)
+    plain, _ = run_plain(ref)
+    flow = {f.tensor: f.norm for f in rec.tapes[0].gradients[0].flow}
+    assert flow[by_name(rec, "wx").id] == pytest.approx(float(np.linalg.norm(plain["d_wx"])))
+    assert flow[by_name(rec, "w").id] == pytest.approx(float(np.linalg.norm(plain["d_w"])))
+    assert by_name(rec, "x").id not in flow      # a constant that nothing watched
+
+
+def test_nested_tapes_second_derivative_with_backward_ops_on_the_outer_tape():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(1.0)
+        with tf.GradientTape() as t:
+            with tf.GradientTape() as t2:
+                y = x * x * x
+            dy_dx = t2.gradient(y, x)
+        d2y_dx2 = t.gradient(dy_dx, x)
+        print(dy_dx.numpy(), d2y_dx2.numpy())
+    """)
+    plain, out = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.stdout == out == "3.0 6.0\n"
+    same(ns["d2y_dx2"], plain["d2y_dx2"])
+    outer, inner = rec.tapes
+    assert inner.parent == outer.id and outer.parent is None
+    backward_on_outer = [rec.op(i) for i in outer.ops if rec.op(i).phase == BACKWARD]
+    assert backward_on_outer, "the outer tape must record the inner gradient's ops"
+    assert all(o.line == 6 for o in backward_on_outer)
+    assert all(inner.id not in o.tapes for o in backward_on_outer)
+    assert by_name(rec, "dy_dx").value == 3.0 and by_name(rec, "d2y_dx2").value == 6.0
+
+
+def test_keras_cnn_train_step_with_adam_matches_plain_tf():
+    program = src("""
+        import numpy as np
+        import tensorflow as tf
+        tf.keras.utils.set_random_seed(0)
+        model = tf.keras.Sequential([
+            tf.keras.Input((28, 28, 1)),
+            tf.keras.layers.Conv2D(16, 3, activation="relu"),
+            tf.keras.layers.Conv2D(16, 3, activation="relu"),
+            tf.keras.layers.GlobalAveragePooling2D(),
+            tf.keras.layers.Dense(10),
+        ])
+        optimizer = tf.keras.optimizers.Adam()
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        rng = np.random.default_rng(0)
+        images = rng.random((32, 28, 28, 1), dtype=np.float32)
+        labels = rng.integers(0, 10, 32)
+        with tf.GradientTape() as tape:
+            logits = model(images, training=True)
+            loss = loss_fn(labels, logits)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        after = [v.numpy() for v in model.trainable_variables]
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None, rec.error
+    same(ns["loss"], plain["loss"])
+    for got, want in zip(ns["grads"], plain["grads"]):
+        same(got, want)
+    for got, want in zip(ns["after"], plain["after"]):
+        same(got, want)
+    (tape,) = rec.tapes
+    call = tape.gradients[0]
+    assert len(call.results) == 6 and all(r.grad is not None for r in call.results)
+    # Big tensors keep stats, not values; the stats describe the real gradient.
+    kernel_grad = rec.tensor(call.results[0].grad)
+    assert kernel_grad.value is None
+    assert kernel_grad.stats.max == pytest.approx(float(np.max(plain["grads"][0])), rel=1e-6)
+    scopes = {rec.op(i).scope for i in tape.ops}
+    # Keras numbers models per process ("sequential_1" after the plain run's "sequential").
+    assert any(s and re.match(r"sequential(_\d+)?/conv2d", s) for s in scopes), scopes
+    backward_scopes = {o.scope for o in rec.ops if o.phase == BACKWARD and o.scope}
+    assert any(re.match(r"gradient_tape/sequential(_\d+)?/conv2d", s) for s in backward_scopes)
+    assert len(call.flow) > 10
+    # The optimizer's update runs outside the tape: on no tape.
+    assert all(o.tapes == [] for o in rec.ops if o.line == 20)
+    size = len(rec.to_json())
+    assert size < 2_000_000, f"recording JSON is {size} bytes"
+
+
+# -- jacobian, tf.function, stop_recording, watch -----------------------------------------------
+
+def test_jacobian_matches_plain_tf():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable([1.0, 2.0, 3.0])
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+        j = tape.jacobian(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    same(ns["j"], plain["j"])
+    call = rec.tapes[0].gradients[0]
+    assert call.kind == "jacobian"
+    assert rec.tensor(call.results[0].grad).value == plain["j"].numpy().tolist()
+    flow = {f.tensor: f.norm for f in call.flow}
+    assert flow[by_name(rec, "y").id] == pytest.approx(np.sqrt(3.0))   # d sum(y) / d y = ones
+
+
+def test_tf_function_call_is_one_op_named_after_the_function():
+    program = src("""
+        import tensorflow as tf
+        @tf.function
+        def cube(a):
+            return a * a * a
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as tape:
+            y = cube(x)
+        dy_dx = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    same(ns["dy_dx"], plain["dy_dx"])
+    calls = [o for o in rec.ops if o.function == "cube"]
+    forward = [o for o in calls if o.phase != BACKWARD]
+    assert len(forward) == 1 and forward[0].type == "cube" and forward[0].line == 7
+    assert forward[0].tapes == [0]
+    assert not any(o.type in ("Mul",) and o.line == 4 for o in rec.ops), "traced ops leaked"
+
+
+def test_stop_recording_records_nothing_and_explains_the_none():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(3.0)
+        with tf.GradientTape(persistent=True) as tape:
+            a = x * 2.0
+            with tape.stop_recording():
+                y = a * a
+        dy_dx = tape.gradient(y, x)
+        da_dx = tape.gradient(a, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["dy_dx"] is None and ns["dy_dx"] is None
+    same(ns["da_dx"], plain["da_dx"])
+    tape = rec.tapes[0]
+    stopped = [o for o in rec.ops if o.line == 6]
+    assert stopped and all(tape.id not in o.tapes for o in stopped)
+    reason = tape.gradients[0].results[0].none_reason
+    assert "stop_recording" in reason
+
+
+def test_watch_makes_a_constant_differentiable():
+    program = src("""
+        import tensorflow as tf
+        x = tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        dy_dx = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    same(ns["dy_dx"], plain["dy_dx"])
+    tape = rec.tapes[0]
+    assert tape.watched == [by_name(rec, "x").id]
+    assert op_types(rec, tape.ops) == ["Mul"]
+
+
+def test_unwatched_constant_is_not_on_the_tape():
+    program = src("""
+        import tensorflow as tf
+        x = tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        dy_dx = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, _ = run_recorded(program)
+    assert plain["dy_dx"] is None
+    tape = rec.tapes[0]
+    assert tape.ops == []
+    assert tape.gradients[0].results[0].none_reason.startswith("not watched")
+
+
+def test_integer_and_unconnected_sources_give_none_with_reasons():
+    program = src("""
+        import tensorflow as tf
+        k = tf.constant(3)
+        u = tf.Variable(1.0)
+        x = tf.Variable(2.0)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(k)
+            a = k * k
+            y = x * x
+        da_dk = tape.gradient(a, k)
+        dy_du = tape.gradient(y, u)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["da_dk"] is None and ns["da_dk"] is None
+    assert plain["dy_du"] is None and ns["dy_du"] is None
+    tape = rec.tapes[0]
+    int_mul = [o for o in rec.ops if o.line == 7]
+    assert int_mul and all(o.tapes == [] for o in int_mul), "int ops are not differentiable"
+    assert "integer" in tape.gradients[0].results[0].none_reason
+    assert "not watched" in tape.gradients[1].results[0].none_reason or \
+        "no path" in tape.gradients[1].results[0].none_reason
+
+
+@pytest.mark.parametrize("body,expect", [
+    ("y = tf.constant(x.numpy() ** 2)", "left TensorFlow"),
+    ("y = tf.round(x * x)", "non-differentiable"),
+    ("y = tf.cast(tf.cast(x, tf.int32) * 2, tf.float32)", "non-differentiable"),
+    ("y = tf.constant(5.0) * 2.0", "no path"),
+])
+def test_none_reasons_name_the_case(body, expect):
+    program = src(f"""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as tape:
+            {body}
+        g = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["g"] is None and ns["g"] is None
+    reason = rec.tapes[0].gradients[0].results[0].none_reason
+    assert expect in reason, reason
+
+
+def test_replaced_variable_is_explained():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(1.0)
+        x = x + 1
+        with tf.GradientTape() as tape:
+            y = x * x
+        g = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, _ = run_recorded(program)
+    assert plain["g"] is None
+    reason = rec.tapes[0].gradients[0].results[0].none_reason
+    assert "replaced" in reason and "line 3" in reason
+
+
+def test_watch_accessed_variables_false_matches_tf():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        v = tf.Variable(3.0)
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(v)
+            y = x * v
+        gx, gv = tape.gradient(y, [x, v])
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["gx"] is None and ns["gx"] is None
+    same(ns["gv"], plain["gv"])
+    results = rec.tapes[0].gradients[0].results
+    assert "watch_accessed_variables=False" in results[0].none_reason
+
+
+# -- numerics ---------------------------------------------------------------------------------
+
+def test_nan_from_log_of_zero_alerts_at_the_op_and_line():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable([0.0, 1.0])
+        with tf.GradientTape() as tape:
+            y = tf.math.log(x)
+            z = y * 0.0
+        g = tape.gradient(z, x)
+    """)
+    rec, _ = run_recorded(program)
+    alerts = {(a.kind, a.phase): a for a in rec.alerts}
+    inf = alerts[("inf", "forward")]
+    assert rec.op(inf.op).type == "Log" and inf.line == 4
+    nan = alerts[("nan", "forward")]
+    assert rec.op(nan.op).type == "Mul" and nan.line == 5
+    assert rec.tensor(inf.tensor).stats.inf == 1
+    assert rec.alerts == sorted(rec.alerts, key=lambda a: a.op)
+    assert by_name(rec, "y").value == ["-inf", 0.0]
+
+
+# -- errors, limits, output ----------------------------------------------------------------------
+
+def test_syntax_error_reports_its_line():
+    rec, _ = run_recorded("import tensorflow as tf\nx = tf.constant(1.0)\ny = (x +\n")
+    assert rec.error.type == "SyntaxError" and rec.error.line == 3
+    assert rec.ops == []
+
+
+def test_exception_keeps_the_partial_recording():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        raise ValueError("boom")
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.error.type == "ValueError" and rec.error.line == 5 and rec.error.message == "boom"
+    assert any(o.type == "Mul" for o in rec.ops) and rec.tapes[0].ops
+
+
+def test_infinite_loop_is_stopped_as_a_timeout_keeping_what_ran():
+    program = src("""
+        import tensorflow as tf
+        x = tf.constant(1.0) * 2.0
+        while True:
+            pass
+    """)
+    rec, _ = run_recorded(program, timeout=1.0)
+    assert rec.error.type == "Timeout" and rec.error.line in (3, 4)   # in the loop
+    assert "time limit" in rec.error.message
+    assert [o.type for o in rec.ops] == ["Mul"]
+
+
+def test_huge_recordings_keep_the_newest_ops_and_say_what_was_dropped():
+    program = src("""
+        import tensorflow as tf
+        x = tf.constant(0.0)
+        for i in range(3000):
+            x = x + 1.0
+        print("x =", float(x))
+    """)
+    rec, _ = run_recorded(program, max_ops=500)
+    assert rec.error is None and rec.stdout == "x = 3000.0\n"
+    assert len(rec.ops) == 500 and rec.dropped["ops"] == 2500
+    assert rec.ops[-1].id == 2999
+    assert len(rec.tensors) < 1600    # tensors of dropped ops are forgotten too
+    assert rec.tensor(rec.ops[-1].outputs[0]).value == 3000.0
+
+
+def test_stdout_is_capped_keeping_the_newest():
+    rec, _ = run_recorded("for i in range(10000):\n    print(i)\n", max_stdout=1000)
+    assert rec.stdout.endswith("9999\n")
+    assert "earlier characters dropped" in rec.stdout
+    assert len(rec.stdout) < 1100
+
+
+@pytest.mark.parametrize("program,hint", [
+    (LINEAR.replace("PERSISTENT", "False") + "again = tape.gradient(z, w)\n", "persistent=True"),
+    ("import tensorflow as tf\nx = tf.placeholder(tf.float32)\n", "tf.compat.v1"),
+    ("import tensorflow as tf\ny = tf.matmul(tf.ones((2, 3)), tf.ones((2, 3)))\n", "transpose"),
+])
+def test_learner_mistakes_get_a_hint(program, hint):
+    rec, _ = run_recorded(program)
+    assert rec.error is not None and rec.error.hint and hint in rec.error.hint
+    assert rec.error.line == len(program.rstrip("\n").splitlines())
+
+
+def test_gradient_inside_a_persistent_tape_block_warns():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+            g = tape.gradient(y, x)
+    """)
+    rec, _ = run_recorded(program)
+    call = rec.tapes[0].gradients[0]
+    assert call.warning and "inside" in call.warning
+    assert rec.warnings and rec.warnings[0]["line"] == 5
+    # TensorFlow records those gradient ops on the (still recording) tape itself.
+    assert any(rec.op(i).phase == BACKWARD for i in rec.tapes[0].ops)
+
+
+def test_no_global_patch_survives_a_run():
+    before = tf.GradientTape
+    rec1, ns1 = run_recorded("import tensorflow as tf\nT = tf.GradientTape\nt = T()\n")
+    rec2, ns2 = run_recorded("import tensorflow\nfrom tensorflow import GradientTape as T\n")
+    assert tf.GradientTape is before
+    import sys
+    assert sys.modules["tensorflow"].GradientTape is before
+    assert ns1["T"] is not before and issubclass(ns1["T"], before)
+    assert isinstance(ns1["t"], before)
+    assert ns1["T"] is not ns2["T"], "each run gets its own tape class"
+    assert context.context().op_callbacks == [], "the op callback was left behind"
+
+
+def test_recording_json_is_strict_and_carries_the_schema():
+    rec, _ = run_recorded("import tensorflow as tf\nx = tf.constant([1.0, float('nan')])\ny = x * 2\n")
+    data = json.loads(rec.to_json())
+    assert data["schema"] == "tapeviz.recording/1"
+    assert "NaN" not in rec.to_json()
+    assert data["tensors"][-1]["value"] == [2.0, "nan"]
