@@ -1,0 +1,102 @@
+"""The worker process: imports TensorFlow once, says it is ready, runs one job, exits.
+
+Started by the runner as `python -m tapeviz.worker`. It speaks JSON lines: the job arrives
+on stdin; messages leave on the process's original stdout, which is kept for them alone
+(anything the user's code writes at the OS level goes to stderr instead).
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import resource
+import sys
+import threading
+from typing import Optional
+
+# rlimit names the job may set, and what they bound
+_LIMITS = {
+    "cpu_s": resource.RLIMIT_CPU,
+    "address_space_bytes": resource.RLIMIT_AS,
+    "file_size_bytes": resource.RLIMIT_FSIZE,
+    "processes": resource.RLIMIT_NPROC,
+}
+
+
+class Channel:
+    """The message side of the original stdout; fd 1 itself is pointed at stderr."""
+
+    def __init__(self):
+        self._out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+        os.dup2(2, 1)
+        sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
+        self._lock = threading.Lock()
+
+    def send(self, message: dict) -> None:
+        text = json.dumps(message, allow_nan=False)
+        with self._lock:
+            self._out.write(text + "\n")
+            self._out.flush()
+
+
+class Commands:
+    """Commands for a running training job ("pause", "resume", "stop"), read from stdin."""
+
+    def __init__(self, stream):
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self._queue.put(line.strip())
+        self._queue.put("stop")          # the server went away: stop rather than run on
+
+    def poll(self) -> Optional[str]:
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            return None
+
+    def wait(self) -> str:
+        return self._queue.get()
+
+
+def apply_limits(limits: dict) -> None:
+    for key, value in (limits or {}).items():
+        which = _LIMITS.get(key)
+        if which is not None and value:
+            value = int(value)
+            soft, hard = resource.getrlimit(which)
+            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (cap, cap))
+
+
+def main() -> int:
+    channel = Channel()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from . import recorder        # the expensive part: TensorFlow's import, done before any job
+    channel.send({"type": "ready", "pid": os.getpid()})
+    line = sys.stdin.readline()
+    if not line:
+        return 0
+    job = json.loads(line)
+    apply_limits(job.get("limits"))
+    if job["kind"] == "record":
+        rec = recorder.record(job["source"], filename=job.get("filename", "program.py"),
+                              timeout=job.get("timeout"),
+                              max_ops=job.get("max_ops", recorder.DEFAULT_MAX_OPS),
+                              max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT))
+        channel.send({"type": "recording", "recording": rec.to_dict()})
+    elif job["kind"] == "train":
+        from . import training
+        training.run(job["config"], emit=lambda m: channel.send({"type": "metric", "metric": m}),
+                     commands=Commands(sys.stdin))
+        channel.send({"type": "done"})
+    else:
+        channel.send({"type": "error", "message": f"unknown job kind {job['kind']!r}"})
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
