@@ -1,0 +1,255 @@
+"""MNIST for the training page: a chain of sources, first that works wins.
+
+Returns plain numpy arrays and says where they came from. No TensorFlow at import:
+only the Keras-download step imports it, so call that step in a worker.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import socket
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+ENV_DIR = "TAPEVIZ_MNIST_DIR"
+KERAS_CACHE = Path("~/.keras/datasets/mnist.npz")
+NPZ_KEYS = ("x_train", "y_train", "x_test", "y_test")
+IDX_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+# IDX type codes (third magic byte) that MNIST-like files use.
+IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+@dataclass
+class Digits:
+    """Images float32 in [0, 1], shape (N, H, W, 1); labels int64 in 0..9.
+
+    `train` is None when the source only has one set (the 10k MNIST test files,
+    sklearn's digits): `split` then carves the held-out digits out of `test`.
+    """
+
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    source: str
+    train_images: Optional[np.ndarray] = None
+    train_labels: Optional[np.ndarray] = None
+    notes: list = field(default_factory=list)   # why earlier sources in the chain were passed over
+
+    @property
+    def has_train(self) -> bool:
+        return self.train_images is not None
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def read_idx(path) -> np.ndarray:
+    """Parse one IDX file (gzip or plain): magic 0,0,type,ndim; big-endian dims; data."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+        raise ValueError(f"{path.name}: cannot read ({e})") from e
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in IDX_DTYPES:
+        raise ValueError(f"{path.name}: not an IDX file (bad magic number {raw[:4].hex()})")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    if ndim == 0 or len(raw) < header:
+        raise ValueError(f"{path.name}: truncated IDX header")
+    dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
+    dtype = np.dtype(IDX_DTYPES[raw[2]])
+    expected = int(np.prod(dims)) * dtype.itemsize
+    if len(raw) - header != expected:
+        raise ValueError(
+            f"{path.name}: IDX header says {dims} ({expected} bytes) but {len(raw) - header} bytes follow"
+        )
+    return np.frombuffer(raw, dtype, offset=header).reshape(dims)
+
+
+def to_digits_arrays(images, labels, what: str):
+    """Validate raw images/labels and convert: float32 (N, H, W, 1) in [0, 1], int64 labels."""
+    images = np.asarray(images)
+    labels = np.asarray(labels).reshape(-1)
+    if images.ndim == 4 and images.shape[-1] == 1:
+        images = images[..., 0]
+    if images.ndim != 3:
+        raise ValueError(f"{what}: images must be (N, H, W), got shape {images.shape}")
+    if len(images) != len(labels):
+        raise ValueError(f"{what}: {len(images)} images but {len(labels)} labels")
+    if len(labels) == 0:
+        raise ValueError(f"{what}: no digits")
+    if not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() > 9:
+        raise ValueError(f"{what}: labels must be integers 0..9")
+    images = images.astype(np.float32)
+    top = float(images.max())
+    if top > 1.0:  # 8-bit pixels, as MNIST stores them
+        images /= 255.0 if top <= 255.0 else top
+    return images[..., None], labels.astype(np.int64)
+
+
+def _find(directory: Path, stem: str) -> Optional[Path]:
+    for name in (stem + ".gz", stem):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def load_idx_dir(directory) -> Digits:
+    """The four MNIST IDX files, or only the two t10k ones, from one directory."""
+    directory = Path(directory)
+    sets = {}
+    for split, (image_stem, label_stem) in IDX_FILES.items():
+        image_path, label_path = _find(directory, image_stem), _find(directory, label_stem)
+        if image_path and label_path:
+            sets[split] = to_digits_arrays(read_idx(image_path), read_idx(label_path), image_path.name)
+    if "test" not in sets:
+        raise FileNotFoundError(f"{directory}: no t10k-images-idx3-ubyte.gz / t10k-labels-idx1-ubyte.gz")
+    which = "train + test" if "train" in sets else "test set only"
+    digits = Digits(*sets["test"], source=f"MNIST IDX files ({which}) in {directory}")
+    if "train" in sets:
+        digits.train_images, digits.train_labels = sets["train"]
+    return digits
+
+
+def load_npz(file, source: str) -> Digits:
+    """An mnist.npz as Keras stores it: x_train, y_train, x_test, y_test."""
+    try:
+        archive = np.load(file, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"not an MNIST npz: cannot read it ({e})") from e
+    if not hasattr(archive, "files"):  # a bare .npy array, not an archive
+        raise ValueError("not an MNIST npz: a single array, not an npz archive")
+    with archive:
+        missing = [k for k in NPZ_KEYS if k not in archive.files]
+        if missing:
+            raise ValueError(f"not an MNIST npz: missing arrays {missing} (has {sorted(archive.files)})")
+        try:
+            arrays = {k: archive[k] for k in NPZ_KEYS}
+        except (ValueError, OSError, zipfile.BadZipFile) as e:
+            raise ValueError(f"not an MNIST npz: cannot read its arrays ({e})") from e
+    try:
+        train = to_digits_arrays(arrays["x_train"], arrays["y_train"], "x_train")
+        test = to_digits_arrays(arrays["x_test"], arrays["y_test"], "x_test")
+    except ValueError as e:
+        raise ValueError(f"not an MNIST npz: {e}") from e
+    return Digits(*test, source=source, train_images=train[0], train_labels=train[1])
+
+
+def load_npz_bytes(data: bytes) -> Digits:
+    """An uploaded mnist.npz; raises ValueError("not an MNIST npz: ...") for anything else."""
+    if not data:
+        raise ValueError("not an MNIST npz: the upload is empty")
+    if not data.startswith(b"PK"):  # every .npz is a zip archive
+        raise ValueError(f"not an MNIST npz: not a zip archive (starts with {data[:8]!r})")
+    return load_npz(io.BytesIO(data), source=f"uploaded mnist.npz ({len(data):,} bytes)")
+
+
+def load_user_path(path) -> Digits:
+    """A directory of IDX files or an mnist.npz, or a path straight to an .npz file."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return load_npz(path, source=f"mnist.npz at {path}")
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if (path / "mnist.npz").is_file():
+        return load_npz(path / "mnist.npz", source=f"mnist.npz in {path}")
+    return load_idx_dir(path)
+
+
+def load_keras_cache(home=None) -> Digits:
+    cache = Path(home) / ".keras/datasets/mnist.npz" if home else KERAS_CACHE.expanduser()
+    if not cache.is_file():
+        raise FileNotFoundError(f"no Keras cache at {cache}")
+    return load_npz(cache, source=f"Keras cache {cache}")
+
+
+def load_keras_download(timeout: float = 10.0) -> Digits:
+    """Keras's own download; imports TensorFlow, so only a worker should get here."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    # Keras's urlretrieve takes no timeout; a socket default bounds a dead network.
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)
+    try:
+        (x_train, y_train), (x_test, y_test) = tf.keras.datasets.mnist.load_data()
+    finally:
+        socket.setdefaulttimeout(previous)
+    train = to_digits_arrays(x_train, y_train, "download")
+    test = to_digits_arrays(x_test, y_test, "download")
+    return Digits(*test, source="MNIST downloaded by Keras", train_images=train[0], train_labels=train[1])
+
+
+def load_sklearn_digits() -> Digits:
+    """The offline fallback: scikit-learn's bundled 1,797 real 8x8 digits (pixels 0..16)."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images, labels = to_digits_arrays(bunch.images / 16.0, bunch.target, "sklearn digits")
+    return Digits(images, labels, source="scikit-learn's 8x8 digits (1,797, offline fallback; not MNIST)")
+
+
+# --- the chain ----------------------------------------------------------------------------
+
+
+def load_mnist(data_dir=None, upload: Optional[bytes] = None, download: bool = True,
+               download_timeout: float = 10.0) -> Digits:
+    """Try, in order: the user's path (argument, else $TAPEVIZ_MNIST_DIR), the Keras cache,
+    Keras's download, an uploaded npz, scikit-learn's digits. The first that works wins;
+    `notes` on the result says why each earlier one was passed over."""
+    user_path = data_dir or os.environ.get(ENV_DIR)
+    steps = []
+    if user_path:
+        steps.append((f"path {user_path}", lambda: load_user_path(user_path)))
+    steps.append(("Keras cache", load_keras_cache))
+    if download:
+        steps.append(("Keras download", lambda: load_keras_download(download_timeout)))
+    if upload:
+        steps.append(("uploaded npz", lambda: load_npz_bytes(upload)))
+    notes = []
+    for name, step in steps:
+        try:
+            digits = step()
+        except Exception as e:  # noqa: BLE001 - any failure means: try the next source
+            notes.append(f"{name}: {type(e).__name__}: {e}")
+            continue
+        digits.notes = notes
+        return digits
+    digits = load_sklearn_digits()
+    digits.notes = notes
+    return digits
+
+
+# --- train / held-out ---------------------------------------------------------------------
+
+
+def split(digits: Digits, held_out: float = 0.2, limit: Optional[int] = None):
+    """(x_train, y_train, x_test, y_test).
+
+    With separate train and test sets, the test set is the held-out set. With one set
+    (the 10k MNIST test files), the first (1 - held_out) train and the rest are held out:
+    8,000 / 2,000. `limit` caps the digits used in all, split in the same proportion.
+    """
+    if digits.has_train:
+        x_train, y_train = digits.train_images, digits.train_labels
+        x_test, y_test = digits.test_images, digits.test_labels
+    else:
+        n_test = max(1, int(round(len(digits.test_labels) * held_out)))
+        cut = len(digits.test_labels) - n_test
+        x_train, y_train = digits.test_images[:cut], digits.test_labels[:cut]
+        x_test, y_test = digits.test_images[cut:], digits.test_labels[cut:]
+    if limit is not None:
+        n_test = min(len(y_test), max(1, int(round(limit * held_out))))
+        n_train = min(len(y_train), max(1, limit - n_test))
+        x_train, y_train = x_train[:n_train], y_train[:n_train]
+        x_test, y_test = x_test[:n_test], y_test[:n_test]
+    return x_train, y_train, x_test, y_test
