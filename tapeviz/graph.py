@@ -99,12 +99,15 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         info = rec.tensor(t)
         if info is not None and info.kind == VARIABLE:
             return True
-        # A tensor made and used inside one collapsed layer is that layer's business,
-        # unless nothing used it and the user named it: then it is a result.
+        if info is not None and info.name and t not in consumers:
+            return True     # a named result nothing used: what the user asked for
+        # A tensor made and used inside one collapsed layer is that layer's business;
+        # so is an unnamed constant only it reads (shape arguments, epsilons).
+        used_by = consumers.get(t, set())
         home = producer.get(t)
-        if t not in consumers and info is not None and info.name:
-            return True
-        return not (home and home.startswith("g:") and consumers.get(t, {home}) <= {home})
+        if home is None and info is not None and info.kind == CONSTANT and not info.name and len(used_by) == 1:
+            home = next(iter(used_by))
+        return not (home and home.startswith("g:") and used_by <= {home})
 
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}

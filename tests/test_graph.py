@@ -70,7 +70,8 @@ def keras_like():
     d = "sequential/dense"
     shape = b.op("Shape", [x], scope=d)           # x feeds the first layer twice
     h = b.op("MatMul", [x, b.read(k1, d)], scope=d)
-    h = b.op("BiasAdd", [h, b.read(b1, d), shape], scope=d)
+    eps = b.tensor(kind="constant", value=1e-7)   # a layer's own unnamed constant
+    h = b.op("BiasAdd", [h, b.read(b1, d), shape, eps], scope=d)
     h = b.op("Relu", [h], scope=d, name="h")
     d1 = "sequential/dense_1"
     y = b.op("MatMul", [h, b.read(k2, d1)], scope=d1)
@@ -84,7 +85,7 @@ def keras_like():
     b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
                             watched=[k1, b1, k2, b2], ops=[op.id for op in b.rec.ops if op.tapes],
                             gradients=[call]))
-    return b.rec, dict(x=x, k1=k1, b1=b1, k2=k2, h=h, y=y, loss=loss, dk1=dk1)
+    return b.rec, dict(x=x, k1=k1, b1=b1, k2=k2, h=h, y=y, loss=loss, dk1=dk1, eps=eps)
 
 
 def chain(n, scope_every=0):
@@ -240,6 +241,7 @@ def test_grouping_keeps_what_crosses_a_layer_and_hides_the_rest():
     assert G.has_edge(t(ids["k1"]), dense) and G.has_edge(dense, t(ids["h"])) and G.has_edge(t(ids["h"]), dense_1)
     inside = [t(op.outputs[0]) for op in rec.ops if op.scope == "sequential/dense" and op.type != "Relu"]
     assert not any(n in G for n in inside)
+    assert t(ids["eps"]) not in G and t(ids["eps"]) in graph.build(rec, tape=1, group=False)
     assert G.edges[t(ids["x"]), dense]["count"] == 2   # used twice inside the layer: one edge
     assert G.nodes[dense]["label"] == "dense"        # only the forward phase on this tape
 
