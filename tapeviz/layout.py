@@ -97,10 +97,11 @@ def _layers(topo: list, succ: list, pred: list) -> list:
     for u in topo:
         for v in succ[u]:
             layer[v] = max(layer[v], layer[u] + 1)
-    # An input used late (a bias added at the end) sits just before its first use,
-    # not in the first column with a long edge across the picture.
+    # Then as late as its first use allows: a bias added at the end, or a kernel
+    # reshaped just before it is used, sits next to that use, not in the first
+    # columns with a long edge across the picture.
     for u in reversed(topo):
-        if not pred[u] and succ[u]:
+        if succ[u]:
             layer[u] = min(layer[v] for v in succ[u]) - 1
     return layer
 

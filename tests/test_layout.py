@@ -37,6 +37,13 @@ def test_longest_path_layers():
     assert [pos[n][0] for n in "abc"] == [0, 1, 2]
 
 
+def test_a_side_chain_sits_next_to_its_use():
+    # a kernel reshaped before a late op: the whole side chain moves up to that op
+    G = nx.DiGraph([("x", "a"), ("a", "b"), ("b", "c"), ("c", "out"), ("k", "reshape"), ("reshape", "c")])
+    pos = layout.layered(G)
+    assert pos["reshape"][0] == pos["b"][0] and pos["k"][0] == pos["a"][0]
+
+
 def test_a_late_input_sits_next_to_its_use():
     # z = w*x + b: b is an input, but it belongs beside the add, not in the first column
     G = nx.DiGraph([("w", "mul"), ("x", "mul"), ("mul", "wx"), ("wx", "add"), ("b", "add"), ("add", "z")])
