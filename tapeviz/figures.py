@@ -55,10 +55,11 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         carried = [(u, v) for u, v in G.edges if _carries(flow.get(u)) and _carries(flow.get(v))]
         fig.add_trace(_edges(G, pos, carried, "gradient path", FLOW_EDGE, 2.5))
         scale = _log_range(flow)
+    column = {x: k for k, x in enumerate(sorted({x for x, _ in pos.values()}))}
     for category in CATEGORIES:
         nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in pos]
         if nodes:
-            fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large))
+            fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large, column))
     if scale is not None:
         fig.add_trace(_colour_bar(*scale))
     for note in _none_notes(G, pos):
@@ -71,7 +72,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         hoverlabel=dict(font_size=15, align="left"),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0),
         margin=dict(l=10, r=10, t=60 if title else 40, b=10),
-        xaxis=dict(visible=False), yaxis=dict(visible=False),
+        xaxis=dict(visible=False, range=_padded([x for x, _ in pos.values()])),
+        yaxis=dict(visible=False, range=_padded([y for _, y in pos.values()])),
     )
     return fig
 
@@ -92,7 +94,8 @@ def _edges(G: nx.DiGraph, pos: dict, edges, name: str, colour: str, width: float
                         hoverinfo="skip", showlegend=False)
 
 
-def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale, large: bool) -> go.Scattergl:
+def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale, large: bool,
+                column: dict) -> go.Scattergl:
     name, symbol, colour = STYLE[category]
     data = [G.nodes[n] for n in nodes]
     size = SIZE.get(data[0].get("kind"), SIZE["tensor"]) * (0.5 if large else 1)
@@ -103,11 +106,14 @@ def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scal
         colour = _flow_colours([flow.get(n) for n in nodes], scale)
         hover = [h + "<br>" + _norm_line(flow.get(n)) for h, n in zip(hover, nodes)]
     labelled = len(nodes) <= LABELLED_TRACE
+    xs = [pos[n][0] for n in nodes]
     return go.Scattergl(
-        x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes],
+        x=xs, y=[pos[n][1] for n in nodes],
         mode="markers+text" if labelled else "markers", name=name,
-        text=[d.get("label", "") for d in data] if labelled else None,
-        textposition="top center", textfont=dict(size=LABEL_FONT, color="#222222"),
+        text=[_clip(d.get("label", "")) for d in data] if labelled else None,
+        # Labels of neighbouring columns alternate above and below so long ones do not collide.
+        textposition=[("top center", "bottom center")[column.get(x, 0) % 2] for x in xs],
+        textfont=dict(size=LABEL_FONT, color="#222222"),
         marker=dict(symbol=symbol, size=size, color=colour, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", customdata=nodes,
     )
@@ -149,12 +155,24 @@ def _none_notes(G: nx.DiGraph, pos: dict) -> list:
     return notes
 
 
+def _padded(values: list):
+    # Autorange fits the markers, not their labels: leave room for the outermost labels.
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    pad = 1.0 + 0.08 * (high - low)
+    return [low - pad, high + pad]
+
+
+def _clip(label: str, chars: int = 24) -> str:
+    return label if len(label) <= chars else label[:chars - 1] + "…"
+
+
 def _short(reason: str, chars: int = 32) -> str:
     head = reason
     for stop in (";", ":", ".", "(", " — ", "\n"):
         head = head.split(stop)[0]
-    head = head.strip() or reason
-    return head if len(head) <= chars else head[:chars - 1] + "…"
+    return _clip(head.strip() or reason, chars)
 
 
 def _hover_html(text: str) -> str:
@@ -168,7 +186,7 @@ def _carries(norm) -> bool:
 def _log_range(flow: dict):
     logs = [math.log10(v) for v in flow.values() if v is not None and math.isfinite(v) and v > 0]
     if not logs:
-        return (-1.0, 1.0)
+        return None    # nothing to put on a scale: no colour bar pretending otherwise
     low, high = min(logs), max(logs)
     if high - low < 1e-9:   # one value: give the scale some width around it
         low, high = low - 0.5, high + 0.5
@@ -176,7 +194,7 @@ def _log_range(flow: dict):
 
 
 def _flow_colours(norms: list, scale) -> list:
-    low, high = scale
+    low, high = scale or (0.0, 1.0)
     colours, at, where = [], [], []
     for k, norm in enumerate(norms):
         if norm is None or not norm > 0 and norm == norm:

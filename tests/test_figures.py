@@ -85,6 +85,13 @@ def test_zero_and_non_finite_norms_stand_apart():
     assert "nan" in hover[graph.tensor_node(ids["w"])]
 
 
+def test_no_colour_bar_when_no_gradient_flows():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1)
+    fig = figures.op_graph(G, layout.layered(G), flow={graph.tensor_node(ids["w"]): 0.0})
+    assert not any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+
+
 def test_none_gradient_source_is_annotated_with_its_reason():
     rec, ids = wxb()
     G, fig = draw(rec, tape=1, call=0)
