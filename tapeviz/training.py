@@ -1,0 +1,312 @@
+"""Worker side: the eager custom training loop of TensorFlow's eager guide, on MNIST.
+
+`run` trains and streams one small plain-data record per step through `emit`; the
+page charts them. Imports TensorFlow: only a worker (or the command line) imports this.
+"""
+from __future__ import annotations
+
+import math
+import os
+import queue
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+from tapeviz import data  # noqa: E402
+
+DEFAULTS = {
+    "model": "guide",
+    "epochs": 1,
+    "batch_size": 32,
+    "learning_rate": 1e-3,
+    "use_tf_function": False,
+    "eval_every": 100,      # steps between held-out evaluations; 0 = only after each epoch
+    "seed": 0,
+    "limit": None,          # digits used in all (train + held-out)
+    "data_dir": None,       # else $TAPEVIZ_MNIST_DIR, then the rest of data.load_mnist's chain
+    "upload": None,         # bytes of an uploaded mnist.npz
+    "download": True,
+}
+
+# One description per model, rendered both into a Keras model and into program text
+# (record_one_step_program), so the two cannot drift apart.
+MODELS = {
+    "guide": [
+        ("Conv2D", {"filters": 16, "kernel_size": 3, "activation": "relu", "name": "conv1"}),
+        ("Conv2D", {"filters": 16, "kernel_size": 3, "activation": "relu", "name": "conv2"}),
+        ("GlobalAveragePooling2D", {"name": "pool"}),
+        ("Dense", {"units": 10, "name": "logits"}),
+    ],
+    # LeNet's shape (conv-pool-conv-pool-dense) with wider layers: classic LeNet-5 sizes
+    # sit at ~95% after one epoch on 8,000 digits; these reach ~97%, ~20% slower per step.
+    "lenet": [
+        ("Conv2D", {"filters": 32, "kernel_size": 3, "padding": "same", "activation": "relu", "name": "conv1"}),
+        ("MaxPooling2D", {"pool_size": 2, "name": "pool1"}),
+        ("Conv2D", {"filters": 64, "kernel_size": 3, "padding": "same", "activation": "relu", "name": "conv2"}),
+        ("MaxPooling2D", {"pool_size": 2, "name": "pool2"}),
+        ("Flatten", {"name": "flatten"}),
+        ("Dense", {"units": 128, "activation": "relu", "name": "dense1"}),
+        ("Dense", {"units": 10, "name": "logits"}),
+    ],
+}
+
+PREDICTION_COUNT = 16
+PREDICTION_MAX_SIDE = 28
+EARLY_STEPS = 10            # steps whose gradient norms set a variable's "early level"
+COLLAPSE_FACTOR = 1e-3      # three orders of magnitude below the early level: vanishing
+EXPLODE_FACTOR = 1e3        # three orders above it: exploding
+
+
+def build_model(name: str, input_shape) -> tf.keras.Sequential:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
+    layers = [getattr(tf.keras.layers, cls)(**kwargs) for cls, kwargs in MODELS[name]]
+    return tf.keras.Sequential([tf.keras.Input(shape=tuple(input_shape)), *layers], name=name)
+
+
+def model_source(name: str, input_shape_expr: str) -> str:
+    """The same model as Python source, for a program the recorder runs."""
+    lines = [f"    tf.keras.Input(shape={input_shape_expr}),"]
+    for cls, kwargs in MODELS[name]:
+        args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        lines.append(f"    tf.keras.layers.{cls}({args}),")
+    return "model = tf.keras.Sequential([\n" + "\n".join(lines) + f"\n], name={name!r})\n"
+
+
+def make_train_step(model, loss_object, optimizer, use_tf_function: bool):
+    """The guide's step: forward under a tape, gradient, Adam update.
+
+    Returns the loss and the gradients; their norms are taken in numpy afterwards,
+    which costs a few microseconds per variable instead of extra eager ops.
+    """
+
+    def train_step(images, labels):
+        with tf.GradientTape() as tape:
+            logits = model(images, training=True)
+            loss_value = loss_object(labels, logits)
+        grads = tape.gradient(loss_value, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss_value, grads
+
+    return tf.function(train_step) if use_tf_function else train_step
+
+
+def make_dataset(images, labels, batch_size: int, seed: int) -> tf.data.Dataset:
+    return (
+        tf.data.Dataset.from_tensor_slices((images, labels))
+        .shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+        .batch(batch_size)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def evaluate(model, loss_object, images, labels, batch_size: int = 500):
+    """Held-out accuracy and mean loss, plus the predicted classes."""
+    preds, total_loss = [], 0.0
+    for start in range(0, len(labels), batch_size):
+        logits = model(images[start:start + batch_size], training=False)
+        total_loss += float(loss_object(labels[start:start + batch_size], logits)) * len(logits)
+        preds.append(np.argmax(logits.numpy(), axis=1))
+    preds = np.concatenate(preds)
+    return float(np.mean(preds == labels)), total_loss / len(labels), preds
+
+
+def small_images(images) -> list:
+    """8-bit nested lists, downsampled by striding when larger than the page needs."""
+    side = max(images.shape[1], images.shape[2])
+    stride = max(1, math.ceil(side / PREDICTION_MAX_SIDE))
+    pixels = np.round(images[:, ::stride, ::stride, 0] * 255).astype(np.uint8)
+    return pixels.tolist()
+
+
+class GradientWatch:
+    """Turns per-variable gradient norms into warnings, at most one per layer and kind.
+
+    A variable's early level is the median of its norm over the first EARLY_STEPS steps;
+    a collapse or blow-up is judged against it, so a layer that starts small is not flagged.
+    """
+
+    def __init__(self):
+        self.early: dict = {}
+        self.history: dict = {}
+        self.warned: set = set()
+
+    def check(self, step: int, loss: float, norms: dict) -> list:
+        warnings = []
+        if not math.isfinite(loss):
+            warnings += self._warn(step, None, "nan", f"the loss became {loss} at step {step}")
+        for path, norm in norms.items():
+            layer = path.rsplit("/", 1)[0]
+            if not math.isfinite(norm):
+                warnings += self._warn(step, layer, "nan" if math.isnan(norm) else "exploding",
+                                       f"gradient norm of {path} is {norm} at step {step}")
+                continue
+            if path not in self.early:
+                seen = self.history.setdefault(path, [])
+                seen.append(norm)
+                if len(seen) >= EARLY_STEPS:
+                    self.early[path] = float(np.median(seen))
+                    del self.history[path]
+                continue
+            early = self.early[path]
+            if early > 0 and norm < early * COLLAPSE_FACTOR:
+                warnings += self._warn(step, layer, "vanishing",
+                                       f"gradient norm of {path} fell to {norm:.3g} from {early:.3g} early on")
+            elif early > 0 and norm > early * EXPLODE_FACTOR:
+                warnings += self._warn(step, layer, "exploding",
+                                       f"gradient norm of {path} rose to {norm:.3g} from {early:.3g} early on")
+        return warnings
+
+    def _warn(self, step, layer, kind, message) -> list:
+        if (layer, kind) in self.warned:
+            return []
+        self.warned.add((layer, kind))
+        return [{"type": "warning", "step": step, "layer": layer, "kind": kind, "message": message}]
+
+
+class Clock:
+    """Training time: wall time minus evaluation and pauses, so steps/s means training speed."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.excluded = 0.0
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start - self.excluded
+
+    def exclude_since(self, t0: float):
+        self.excluded += time.perf_counter() - t0
+
+
+class QueueCommands:
+    """`commands` for `run` over any queue with get_nowait()/get() (queue.Queue,
+    multiprocessing.Queue): the sender puts "pause", "resume" or "stop"."""
+
+    def __init__(self, commands_queue):
+        self.queue = commands_queue
+
+    def poll(self) -> Optional[str]:
+        try:
+            return self.queue.get_nowait()
+        except queue.Empty:  # multiprocessing.Queue raises the same class
+            return None
+
+    def wait(self) -> str:
+        return self.queue.get()
+
+
+def _wait_for_resume(commands) -> bool:
+    """Block while paused; True to go on, False when told to stop."""
+    while True:
+        command = commands.wait()
+        if command == "resume":
+            return True
+        if command == "stop":
+            return False
+
+
+def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
+    """Train as `config` says (keys: DEFAULTS), emitting start, step, eval, predictions,
+    warning and done records. `commands.poll()` is checked once per step: "pause" blocks
+    on `commands.wait()` until "resume" or "stop"; "stop" ends the run early."""
+    cfg = {**DEFAULTS, **(config or {})}
+    tf.keras.utils.set_random_seed(int(cfg["seed"]))
+    digits = data.load_mnist(cfg["data_dir"], upload=cfg["upload"], download=cfg["download"])
+    x_train, y_train, x_test, y_test = data.split(digits, limit=cfg["limit"])
+
+    model = build_model(cfg["model"], x_train.shape[1:])
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    optimizer = tf.keras.optimizers.Adam(learning_rate=float(cfg["learning_rate"]))
+    train_step = make_train_step(model, loss_object, optimizer, bool(cfg["use_tf_function"]))
+    dataset = make_dataset(x_train, y_train, int(cfg["batch_size"]), int(cfg["seed"]))
+    paths = [v.path for v in model.trainable_variables]
+    steps_per_epoch = math.ceil(len(y_train) / int(cfg["batch_size"]))
+    total_steps = steps_per_epoch * int(cfg["epochs"])
+    eval_every = int(cfg["eval_every"] or 0)
+    shown = slice(0, min(PREDICTION_COUNT, len(y_test)))
+    shown_images = small_images(x_test[shown])
+
+    emit({"type": "start", "source": digits.source, "notes": digits.notes, "model": cfg["model"],
+          "params": int(model.count_params()), "train_size": int(len(y_train)),
+          "test_size": int(len(y_test)), "image_shape": list(x_train.shape[1:]),
+          "total_steps": total_steps, "variables": paths,
+          "step_program": record_one_step_program(cfg)})
+
+    clock, watch = Clock(), GradientWatch()
+    loss_history = []
+
+    def held_out_eval(step, epoch, epoch_end):
+        t0 = time.perf_counter()
+        accuracy, loss, preds = evaluate(model, loss_object, x_test, y_test)
+        emit({"type": "eval", "step": step, "epoch": epoch, "accuracy": accuracy, "loss": loss,
+              "epoch_end": epoch_end})
+        emit({"type": "predictions", "step": step, "images": shown_images,
+              "true": y_test[shown].tolist(), "pred": preds[shown].tolist()})
+        clock.exclude_since(t0)
+
+    step, reason = 0, "finished"
+    for epoch in range(1, int(cfg["epochs"]) + 1):
+        for images, labels in dataset:
+            if commands is not None:
+                command = commands.poll()
+                if command == "pause":
+                    t0 = time.perf_counter()
+                    going_on = _wait_for_resume(commands)
+                    clock.exclude_since(t0)
+                    if not going_on:
+                        command = "stop"
+                if command == "stop":
+                    reason = "stopped"
+                    break
+            loss_value, grads = train_step(images, labels)
+            step += 1
+            loss = float(loss_value)
+            loss_history.append(loss)
+            norms = {p: float(np.linalg.norm(g.numpy())) for p, g in zip(paths, grads)}
+            elapsed = clock.elapsed()
+            emit({"type": "step", "step": step, "epoch": epoch, "loss": loss, "grad_norms": norms,
+                  "steps_per_s": step / elapsed if elapsed > 0 else 0.0, "elapsed_s": elapsed,
+                  "total_steps": total_steps})
+            for warning in watch.check(step, loss, norms):
+                emit(warning)
+            if not math.isfinite(loss):
+                reason = "nan"  # nothing more to learn once the weights are NaN
+                break
+            if eval_every and step % eval_every == 0 and step % steps_per_epoch != 0:
+                held_out_eval(step, epoch, epoch_end=False)
+        if reason != "finished":
+            break
+        held_out_eval(step, epoch, epoch_end=True)
+    emit({"type": "done", "step": step, "reason": reason, "elapsed_s": clock.elapsed()})
+
+
+def record_one_step_program(config: dict) -> str:
+    """A self-contained TF2 program: the same model, one batch, one tape, one Adam step.
+
+    Pure text (no data or TF touched here); the `start` record carries it too, so the
+    page can get it without importing this module.
+    """
+    cfg = {**DEFAULTS, **(config or {})}
+    return (
+        '"""One training step of the tapeviz training page, for the recorder."""\n'
+        "import tensorflow as tf\n"
+        "from tapeviz import data\n\n"
+        f"tf.keras.utils.set_random_seed({int(cfg['seed'])})\n"
+        f"digits = data.load_mnist({cfg['data_dir']!r}, download=False)\n"
+        f"x_train, y_train, _, _ = data.split(digits, limit={cfg['limit']!r})\n"
+        f"images = tf.constant(x_train[:{int(cfg['batch_size'])}])\n"
+        f"labels = tf.constant(y_train[:{int(cfg['batch_size'])}])\n\n"
+        + model_source(cfg["model"], "tuple(images.shape[1:])")
+        + "loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n"
+        f"optimizer = tf.keras.optimizers.Adam(learning_rate={float(cfg['learning_rate'])!r})\n\n"
+        "with tf.GradientTape() as tape:\n"
+        "    logits = model(images, training=True)\n"
+        "    loss_value = loss_object(labels, logits)\n"
+        "grads = tape.gradient(loss_value, model.trainable_variables)\n"
+        "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+        'print("loss", float(loss_value))\n'
+    )

@@ -1,0 +1,181 @@
+"""The eager training loop on real MNIST digits: it learns, reports every variable,
+obeys pause/resume/stop, runs under tf.function, and its one-step program runs."""
+import contextlib
+import io
+import json
+import math
+import queue
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tapeviz import training
+
+SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
+
+
+@pytest.fixture(scope="module")
+def mnist_dir():
+    if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"the real MNIST test set is not at {SHARED_MNIST}")
+    return str(SHARED_MNIST)
+
+
+def train(config, commands=None):
+    records = []
+    training.run({"download": False, **config}, records.append, commands)
+    return records
+
+
+def of_type(records, kind):
+    return [r for r in records if r["type"] == kind]
+
+
+@pytest.fixture(scope="module")
+def lenet_run(mnist_dir):
+    # 3,200 real digits in batches of 16: 200 steps, held-out accuracy every 50.
+    return train({"model": "lenet", "data_dir": mnist_dir, "limit": 4000, "batch_size": 16,
+                  "eval_every": 50, "seed": 1})
+
+
+def test_stream_starts_and_ends_and_is_plain_data(lenet_run):
+    assert lenet_run[0]["type"] == "start"
+    done = lenet_run[-1]
+    assert (done["type"], done["reason"], done["step"]) == ("done", "finished", 200)
+    start = lenet_run[0]
+    assert (start["train_size"], start["test_size"]) == (3200, 800)
+    assert "MNIST" in start["source"] and start["params"] > 0
+    json.dumps(lenet_run)  # everything crosses a process boundary as JSON
+
+
+def test_loss_goes_down(lenet_run):
+    losses = [r["loss"] for r in of_type(lenet_run, "step")]
+    assert len(losses) == 200
+    assert np.mean(losses[-20:]) < 0.5 * np.mean(losses[:20])
+
+
+def test_held_out_accuracy_rises_well_above_chance(lenet_run):
+    evals = of_type(lenet_run, "eval")
+    assert [e["step"] for e in evals] == [50, 100, 150, 200]
+    assert evals[-1]["epoch_end"] and not evals[0]["epoch_end"]
+    assert evals[-1]["accuracy"] > 0.8  # chance is 0.1
+    assert evals[-1]["loss"] < evals[0]["loss"]
+
+
+def test_grad_norms_finite_for_every_trainable_variable(lenet_run):
+    variables = lenet_run[0]["variables"]
+    assert {v.rsplit("/", 1)[1] for v in variables} == {"kernel", "bias"}
+    assert len(variables) == 8  # conv1, conv2, dense1, logits: kernel and bias each
+    for step in of_type(lenet_run, "step"):
+        assert list(step["grad_norms"]) == variables
+        assert all(math.isfinite(n) and n >= 0 for n in step["grad_norms"].values())
+        assert step["steps_per_s"] > 0 and step["total_steps"] == 200
+
+
+def test_predictions_are_small_8bit_images(lenet_run):
+    predictions = of_type(lenet_run, "predictions")
+    assert len(predictions) == len(of_type(lenet_run, "eval"))
+    last = predictions[-1]
+    images = np.array(last["images"])
+    assert images.shape == (16, 28, 28) and 0 <= images.min() and images.max() <= 255
+    assert len(last["true"]) == len(last["pred"]) == 16
+    assert sum(t == p for t, p in zip(last["true"], last["pred"])) >= 10
+
+
+class RecordingCommands(training.QueueCommands):
+    """Notes when the loop blocks, so a test can act while it is paused."""
+
+    def __init__(self):
+        super().__init__(queue.Queue())
+        self.waiting = threading.Event()
+
+    def wait(self):
+        self.waiting.set()
+        return super().wait()
+
+
+def test_pause_blocks_until_resume_then_stop_keeps_history(mnist_dir):
+    commands = RecordingCommands()
+    records = []
+
+    def emit(record):
+        records.append(record)
+        if record["type"] == "step" and record["step"] == 3:
+            commands.queue.put("pause")
+        if record["type"] == "step" and record["step"] == 8:
+            commands.queue.put("stop")
+
+    def resume_when_paused():
+        commands.waiting.wait()
+        steps_while_paused.append(len(of_type(records, "step")))
+        commands.queue.put("resume")
+
+    steps_while_paused = []
+    helper = threading.Thread(target=resume_when_paused)
+    helper.start()
+    training.run({"data_dir": mnist_dir, "limit": 1000, "download": False}, emit, commands)
+    helper.join()
+    assert steps_while_paused == [3]  # no step ran while paused
+    assert [r["step"] for r in of_type(records, "step")] == list(range(1, 9))
+    assert records[-1]["type"] == "done" and records[-1]["reason"] == "stopped"
+
+
+def test_stop_while_paused(mnist_dir):
+    commands = training.QueueCommands(queue.Queue())
+    for command in ("pause", "stop"):
+        commands.queue.put(command)
+    records = train({"data_dir": mnist_dir, "limit": 1000}, commands)
+    assert of_type(records, "step") == [] and records[-1]["reason"] == "stopped"
+
+
+def test_tf_function_mode(mnist_dir):
+    records = train({"data_dir": mnist_dir, "limit": 1000, "use_tf_function": True, "eval_every": 0})
+    steps = of_type(records, "step")
+    assert len(steps) == 25 and all(math.isfinite(s["loss"]) for s in steps)
+    assert list(steps[-1]["grad_norms"]) == records[0]["variables"]
+    assert len(of_type(records, "eval")) == 1  # after the epoch only
+
+
+def test_nan_loss_warns_and_ends_the_run(mnist_dir):
+    records = train({"data_dir": mnist_dir, "limit": 1000, "learning_rate": float("nan")})
+    warnings = of_type(records, "warning")
+    assert any(w["kind"] == "nan" and w["layer"] is None for w in warnings)
+    assert records[-1]["reason"] == "nan" and records[-1]["step"] < 25
+
+
+def test_gradient_watch_flags_collapse_and_explosion_once():
+    watch = training.GradientWatch()
+    for step in range(1, training.EARLY_STEPS + 1):
+        assert watch.check(step, 2.3, {"m/dense/kernel": 1.0, "m/conv/kernel": 1.0}) == []
+    assert watch.check(11, 2.0, {"m/dense/kernel": 0.5, "m/conv/kernel": 2.0}) == []
+    warnings = watch.check(12, 2.0, {"m/dense/kernel": 1e-5, "m/conv/kernel": 1e4})
+    assert {(w["layer"], w["kind"]) for w in warnings} == {("m/dense", "vanishing"), ("m/conv", "exploding")}
+    assert watch.check(13, 2.0, {"m/dense/kernel": 1e-6, "m/conv/kernel": 1e5}) == []
+
+
+def test_sklearn_digits_train_when_no_mnist(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("TAPEVIZ_MNIST_DIR", raising=False)
+    records = train({"model": "lenet", "data_dir": str(tmp_path), "epochs": 2})
+    assert "scikit-learn" in records[0]["source"] and records[0]["image_shape"] == [8, 8, 1]
+    assert records[-1]["reason"] == "finished"
+
+
+def test_unknown_model_is_refused():
+    with pytest.raises(ValueError, match="unknown model"):
+        training.build_model("resnet", (28, 28, 1))
+
+
+@pytest.mark.parametrize("model", sorted(training.MODELS))
+def test_one_step_program_runs_under_plain_exec(mnist_dir, model):
+    program = training.record_one_step_program({"model": model, "data_dir": mnist_dir, "limit": 100})
+    assert "import tensorflow as tf" in program and "tf.GradientTape()" in program
+    out = io.StringIO()
+    namespace = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(out):
+        exec(compile(program, "<one step>", "exec"), namespace)
+    assert out.getvalue().startswith("loss ")
+    assert math.isfinite(float(out.getvalue().split()[1]))
+    assert all(g is not None for g in namespace["grads"])
