@@ -1,0 +1,131 @@
+"""Plotly figures for the training page, drawn from the metrics records training.run emits.
+
+TF-free: the page calls these with the plain dicts it polled from the worker.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# Okabe-Ito, as in figures.py: readable for colour-blind students and on a projector.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+RAW = "#9BBBD4"
+SMOOTH = "#0072B2"
+EPOCH = "#D55E00"
+WRONG = "#D55E00"
+RIGHT = "#333333"
+WARNING_KINDS = {"vanishing": "#56B4E9", "exploding": "#D55E00", "nan": "#CC0000"}
+
+
+def ema(values: Iterable[float], smoothing: float = 0.9) -> list:
+    """TensorBoard's debiased exponential moving average; non-finite points give None
+    and do not poison the average."""
+    smoothed, average, weight = [], 0.0, 0.0
+    for value in values:
+        if value is None or not math.isfinite(value):
+            smoothed.append(None)
+            continue
+        average = smoothing * average + (1 - smoothing) * value
+        weight = smoothing * weight + (1 - smoothing)
+        smoothed.append(average / weight)
+    return smoothed
+
+
+def loss_figure(steps: list, smoothing: float = 0.9) -> go.Figure:
+    """Loss per step, raw and smoothed."""
+    fig = _base("Training loss", "step", "loss")
+    if not steps:
+        return _waiting(fig)
+    x = [s["step"] for s in steps]
+    loss = [_finite(s["loss"]) for s in steps]
+    fig.add_trace(go.Scattergl(x=x, y=loss, mode="lines", name="loss per step", line=dict(color=RAW, width=1)))
+    fig.add_trace(go.Scattergl(x=x, y=ema(loss, smoothing), mode="lines", name=f"smoothed (EMA {smoothing})",
+                               line=dict(color=SMOOTH, width=3)))
+    return fig
+
+
+def accuracy_figure(evals: list) -> go.Figure:
+    """Held-out accuracy at every evaluation, with the end of each epoch marked."""
+    fig = _base("Held-out accuracy", "step", "accuracy")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    if not evals:
+        return _waiting(fig)
+    fig.add_trace(go.Scatter(x=[e["step"] for e in evals], y=[e["accuracy"] for e in evals],
+                             mode="lines+markers", name="every N steps", line=dict(color=SMOOTH)))
+    ends = [e for e in evals if e.get("epoch_end")]
+    fig.add_trace(go.Scatter(
+        x=[e["step"] for e in ends], y=[e["accuracy"] for e in ends], mode="markers+text",
+        name="end of epoch", marker=dict(color=EPOCH, size=13, symbol="diamond"),
+        text=[f"epoch {e['epoch']}: {e['accuracy']:.1%}" for e in ends], textposition="bottom right"))
+    return fig
+
+
+def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
+    """Gradient norm of each trainable variable per step, log scale; warnings as lines."""
+    fig = _base("Gradient norm per variable", "step", "gradient norm (log)")
+    fig.update_yaxes(type="log")
+    if not steps:
+        return _waiting(fig)
+    x = [s["step"] for s in steps]
+    for i, path in enumerate(steps[-1]["grad_norms"]):
+        y = [_positive(s["grad_norms"].get(path)) for s in steps]
+        dash = "dot" if path.endswith("bias") else "solid"   # kernel and bias of a layer share a colour
+        colour = PALETTE[(i // 2) % len(PALETTE)]
+        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=path, line=dict(color=colour, dash=dash)))
+    for warning in warnings or []:
+        fig.add_vline(x=warning["step"], line=dict(color=WARNING_KINDS.get(warning["kind"], EPOCH), dash="dash"),
+                      annotation_text=f"{warning['kind']}: {warning.get('layer') or 'loss'}",
+                      annotation_position="top left")
+    return fig
+
+
+def prediction_grid(predictions: Optional[dict], columns: int = 4) -> go.Figure:
+    """Held-out digits with "pred / true" titles; wrong predictions titled in colour with a ✗."""
+    if not predictions or not predictions.get("images"):
+        return _waiting(_base("Predictions", None, None))
+    images, true, pred = predictions["images"], predictions["true"], predictions["pred"]
+    rows = math.ceil(len(images) / columns)
+    titles = [("✓ " if p == t else "✗ ") + f"pred {p} / true {t}" for p, t in zip(pred, true)]
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles,
+                        horizontal_spacing=0.02, vertical_spacing=0.08)
+    for i, image in enumerate(images):
+        # Heatmaps draw row 0 at the bottom: flip so the digit stands upright.
+        fig.add_trace(go.Heatmap(z=image[::-1], colorscale="Greys", zmin=0, zmax=255, showscale=False,
+                                 hovertemplate=titles[i] + "<extra></extra>"),
+                      row=i // columns + 1, col=i % columns + 1)
+    for annotation, p, t in zip(fig.layout.annotations, pred, true):
+        annotation.font = dict(color=RIGHT if p == t else WRONG, size=13)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    wrong = sum(p != t for p, t in zip(pred, true))
+    fig.update_layout(title=f"Predictions at step {predictions.get('step')}: {wrong} of {len(images)} wrong",
+                      height=170 * rows + 80, margin=dict(l=10, r=10, t=70, b=10), template="plotly_white")
+    return fig
+
+
+def _base(title: str, x_title: Optional[str], y_title: Optional[str]) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, template="plotly_white", margin=dict(l=50, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.2), uirevision=title)  # keep zoom across redraws
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title)
+    return fig
+
+
+def _waiting(fig: go.Figure) -> go.Figure:
+    fig.add_annotation(text="waiting for the first records…", showarrow=False, x=0.5, y=0.5,
+                       xref="paper", yref="paper", font=dict(size=16, color="#777777"))
+    return fig
+
+
+def _finite(value) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _positive(value) -> Optional[float]:
+    """A log axis cannot show zero or NaN: leave a gap there instead."""
+    value = _finite(value)
+    return value if value is not None and value > 0 else None

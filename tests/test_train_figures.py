@@ -1,0 +1,70 @@
+"""Training-page figures from plain metrics records, without TensorFlow."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tapeviz import train_figures
+
+PATHS = ["m/conv1/kernel", "m/conv1/bias", "m/logits/kernel", "m/logits/bias"]
+
+
+def steps(n=30):
+    return [{"type": "step", "step": i, "epoch": 1, "loss": 2.3 / i,
+             "grad_norms": {p: 1.0 / i for p in PATHS}, "steps_per_s": 20.0} for i in range(1, n + 1)]
+
+
+def test_ema_is_debiased_and_skips_non_finite():
+    assert train_figures.ema([4.0, 4.0]) == pytest.approx([4.0, 4.0])  # no pull towards 0 at the start
+    smoothed = train_figures.ema([1.0, float("nan"), 3.0], smoothing=0.5)
+    assert smoothed[1] is None and 1.0 < smoothed[2] < 3.0
+
+
+def test_loss_figure_has_raw_and_smoothed_lines():
+    fig = train_figures.loss_figure(steps())
+    assert [len(t.x) for t in fig.data] == [30, 30]
+    assert fig.data[1].y[-1] > fig.data[0].y[-1]  # the average lags a falling loss
+
+
+def test_grad_norms_one_line_per_variable_on_a_log_axis():
+    records = steps()
+    records[5]["grad_norms"]["m/conv1/kernel"] = 0.0
+    records[6]["grad_norms"]["m/conv1/bias"] = float("nan")
+    warning = {"type": "warning", "step": 7, "layer": "m/conv1", "kind": "nan", "message": "..."}
+    fig = train_figures.grad_norm_figure(records, [warning])
+    assert [t.name for t in fig.data] == PATHS
+    assert fig.layout.yaxis.type == "log"
+    assert fig.data[0].y[5] is None and fig.data[1].y[6] is None  # gaps, not log(0)
+    assert any("nan" in a.text for a in fig.layout.annotations)
+
+
+def test_accuracy_marks_epoch_ends():
+    evals = [{"type": "eval", "step": s, "epoch": 1, "accuracy": a, "loss": 1.0, "epoch_end": e}
+             for s, a, e in ((50, 0.5, False), (100, 0.8, True))]
+    fig = train_figures.accuracy_figure(evals)
+    assert list(fig.data[0].y) == [0.5, 0.8] and list(fig.data[1].x) == [100]
+
+
+def test_prediction_grid_marks_wrong_ones():
+    image = [[0] * 28 for _ in range(28)]
+    record = {"type": "predictions", "step": 10, "images": [image] * 16,
+              "true": list(range(10)) + [0] * 6, "pred": [0] * 16}
+    fig = train_figures.prediction_grid(record)
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(fig.data) == 16 and titles[0] == "✓ pred 0 / true 0" and titles[1] == "✗ pred 0 / true 1"
+    assert fig.layout.annotations[1].font.color == train_figures.WRONG
+    assert "9 of 16 wrong" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("draw", [train_figures.loss_figure, train_figures.accuracy_figure,
+                                  train_figures.grad_norm_figure, train_figures.prediction_grid])
+def test_empty_inputs_draw_a_waiting_figure(draw):
+    fig = draw([] if draw is not train_figures.prediction_grid else None)
+    assert "waiting" in fig.layout.annotations[0].text
+
+
+def test_no_tensorflow_import():
+    code = "import sys, tapeviz.train_figures; sys.exit('tensorflow' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0
