@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import io
+import itertools
 import linecache
 import os
 import re
@@ -68,20 +69,36 @@ def _stats(a: np.ndarray) -> Optional[Stats]:
         a = np.abs(a)
     elif a.dtype.kind in "iub":
         a = a.astype(np.float64)
+    if a.size == 1:                        # most tensors of a small program: skip NumPy's reductions
+        v = float(a.reshape(()))
+        if v != v:
+            return Stats(None, None, None, None, 1, 0)
+        if v in (float("inf"), float("-inf")):
+            return Stats(None, None, None, None, 0, 1)
+        return Stats(v, v, v, 0.0)
     nan = inf = 0
-    lo, hi = a.min(), a.max()
-    if not (np.isfinite(lo) and np.isfinite(hi)):     # NaN propagates into min/max
-        nan = int(np.count_nonzero(np.isnan(a)))
-        inf = int(np.count_nonzero(np.isinf(a)))
-        finite = a[np.isfinite(a)]
-        if finite.size == 0:
+    flat = a.reshape(-1)
+    total = float(np.add.reduce(flat, dtype=np.float64))
+    if not np.isfinite(total):             # NaN and Inf propagate into the sum
+        nan = int(np.count_nonzero(np.isnan(flat)))
+        inf = int(np.count_nonzero(np.isinf(flat)))
+        flat = flat[np.isfinite(flat)]
+        if flat.size == 0:
             return Stats(None, None, None, None, nan, inf)
-        a, lo, hi = finite, finite.min(), finite.max()
-    return Stats(float(lo), float(hi), float(a.mean()), float(a.std()), nan, inf)
+        total = float(np.add.reduce(flat, dtype=np.float64))
+    n = flat.size
+    mean = total / n
+    # One pass for the spread: E[x^2] - mean^2 in float64 (a dot product, no temporaries).
+    f64 = flat if flat.dtype == np.float64 or n > 4096 else flat.astype(np.float64)
+    square = float(np.dot(f64, f64)) / n
+    std = float(np.sqrt(max(square - mean * mean, 0.0)))
+    return Stats(float(flat.min()), float(flat.max()), mean, std, nan, inf)
 
 
-def _plain_value(a: np.ndarray):
+def _plain_value(a: np.ndarray, finite: bool = False):
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        if finite:
+            return a.astype(np.float64).tolist()
         flat = [encode_float(float(x)) for x in a.astype(np.float64).ravel()]
         return np.array(flat, dtype=object).reshape(a.shape).tolist() if a.ndim else flat[0]
     if a.dtype.kind == "c":
@@ -170,7 +187,9 @@ class Session:
         self.active: list = []           # states of entered tapes, innermost last
         self.alerts: list = []
         self.warnings: list = []
-        self.handle_names: dict = {}     # TF handle id -> name, for variables
+        self.handle_names: dict = {}     # TF handle id -> the user's name, for variables
+        self.variable_names: dict = {}   # TF handle id -> TF's own name ("conv2d/kernel")
+        self.trainable: dict = {}        # TF handle id -> the variable's trainable flag
         self.next_op = 0
         self.next_tensor = 0
         self.grad_depth = 0              # >0 while a gradient/jacobian call runs
@@ -231,11 +250,11 @@ class Session:
         self.next_tensor += 1
         self.tid[tf_id] = rid
         dtype = t.dtype
-        if dtype == tf.resource:
+        if dtype.as_datatype_enum == _RESOURCE:
             rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
                          producer=producer, line=line)
         else:
-            rec = Tensor(rid, None, list(t.shape.as_list()), dtype.name,
+            rec = Tensor(rid, None, list(t._shape_tuple()), dtype.name,
                          INTERMEDIATE if producer is not None else CONSTANT,
                          producer=producer, line=line)
             self.describe(rec, t)
@@ -244,12 +263,12 @@ class Session:
 
     def describe(self, rec: Tensor, t) -> None:
         try:
-            a = t._numpy()
+            a = t._numpy_internal()   # a view, no copy: read here and let go
         except Exception:
             return
-        rec.stats = _stats(a)
+        rec.stats = stats = _stats(a)
         if a.size <= SMALL_VALUE:
-            rec.value = _plain_value(a)
+            rec.value = _plain_value(a, stats is not None and not (stats.nan or stats.inf))
 
     # -- the op callback -------------------------------------------------------------------
     def on_op(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -273,7 +292,9 @@ class Session:
         caller = sys._getframe(1)
         frame = self.user_frame(caller)
         line = frame.f_lineno if frame is not None else None
-        if os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # a fast-path op
+        tid = self.tid
+        if any(t._id not in tid for t in inputs) and \
+                os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
             self.fast_path_reads(caller, inputs, line)
         op_id = self.next_op
         self.next_op += 1
@@ -342,8 +363,6 @@ class Session:
             self.describe(var, value)
         if var.name is None:
             var.name = self.handle_names.get(handle._id)
-        if var.name is None and scope:
-            var.name = scope.split("/", 1)[-1]       # a Keras weight: "conv2d/kernel"
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""
@@ -533,8 +552,9 @@ class Session:
         An op that consumes d target / d t belongs to the gradient of t's producer; ops that
         only consume other backward results inherit their producer's scope."""
         producer_scope = {}
-        for op in self.ops:
-            if op.id < first_op or op.phase != BACKWARD:
+        start = max(0, first_op - self.ops[0].id) if self.ops else 0
+        for op in itertools.islice(self.ops, start, None):
+            if op.phase != BACKWARD:
                 continue
             scope = None
             for i in op.inputs:
@@ -566,9 +586,25 @@ class Session:
                     ops=ops, tensors=self.tensors, tape=state.rec, targets=call.target,
                     source=r.source, program=self.source)
 
+    def on_variable(self, next_creator, **kwargs):
+        """variable_creator_scope hook: remember TF's name for each variable made."""
+        variable = next_creator(**kwargs)
+        handle = getattr(variable, "handle", None)
+        if isinstance(handle, _EagerTensor):
+            parts = variable.name.split(":")[0].split("/")
+            # "sequential/conv2d/kernel" -> "conv2d/kernel": the layer is what students see
+            self.variable_names[handle._id] = "/".join(parts[-2:])
+            self.trainable[handle._id] = bool(getattr(variable, "trainable", True))
+        return variable
+
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
         for state in list(self.active):
             self.pause_span(state)
+        for tf_id, rid in self.tid.items():
+            rec = self.tensors.get(rid)
+            if rec is not None and rec.kind == VARIABLE:
+                rec.name = rec.name or self.variable_names.get(tf_id)
+                rec.trainable = self.trainable.get(tf_id, rec.trainable)
         kept = {op.id for op in self.ops}
         self.compact()
         for tape in self.tapes:
@@ -891,7 +927,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     callback = session.on_op
     op_callbacks.add_op_callback(callback)
     try:
-        with contextlib.redirect_stdout(out), _time_limit(timeout):
+        with contextlib.redirect_stdout(out), _time_limit(timeout), \
+                tf.variable_creator_scope(session.on_variable):
             exec(code, namespace)
     except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
