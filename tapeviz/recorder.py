@@ -4,6 +4,7 @@ command line, or tests) may import this module.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import io
@@ -605,6 +606,9 @@ class Session:
             if rec is not None and rec.kind == VARIABLE:
                 rec.name = rec.name or self.variable_names.get(tf_id)
                 rec.trainable = self.trainable.get(tf_id, rec.trainable)
+        block_ends = _with_block_ends(self.source)
+        for tape in self.tapes:
+            tape.end_line = block_ends.get(tape.line, tape.end_line)
         kept = {op.id for op in self.ops}
         self.compact()
         for tape in self.tapes:
@@ -614,6 +618,16 @@ class Session:
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),
                          warnings=self.warnings, dropped=dropped, duration_s=duration_s)
+
+
+def _with_block_ends(source: str) -> dict:
+    """Line of each `with` statement -> the last line of its block."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    return {node.lineno: node.end_lineno for node in ast.walk(tree)
+            if isinstance(node, (ast.With, ast.AsyncWith))}
 
 
 # -- the instrumented tape ---------------------------------------------------------------------

@@ -119,6 +119,7 @@ def test_linear_gradient_equals_plain_tape_gradient(persistent):
     same(ns["dz_db"], plain["dz_db"])
     (tape,) = rec.tapes
     assert tape.persistent is persistent and tape.line == 5 and tape.parent is None
+    assert tape.end_line == 7
     assert sorted(op_types(rec, tape.ops)) == ["AddV2", "MatMul", "ReadVariableOp", "ReadVariableOp"]
     call = tape.gradients[0]
     assert call.kind == "gradient" and call.line == 8
