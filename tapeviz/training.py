@@ -233,6 +233,7 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     emit({"type": "start", "source": digits.source, "notes": digits.notes, "model": cfg["model"],
           "params": int(model.count_params()), "train_size": int(len(y_train)),
           "test_size": int(len(y_test)), "image_shape": list(x_train.shape[1:]),
+          "epochs": int(cfg["epochs"]), "batch_size": int(cfg["batch_size"]),
           "total_steps": total_steps, "variables": paths,
           "step_program": record_one_step_program(cfg)})
 
