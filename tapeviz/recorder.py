@@ -179,12 +179,13 @@ class Session:
         self.source = source
         self.filename = filename
         self.max_ops = max_ops
+        self.max_tapes = max(16, max_ops // 20)
+        self.dropped_tapes = 0
         self.ops: deque = deque()
         self.dropped_ops = 0
         self.tensors: dict = {}          # recording id -> Tensor
         self.tid: dict = {}              # TF tensor id -> recording id
         self.tapes: list = []            # Tape records, in creation order
-        self.states: dict = {}           # id(tape object) -> _TapeState
         self.active: list = []           # states of entered tapes, innermost last
         self.alerts: list = []
         self.warnings: list = []
@@ -443,26 +444,43 @@ class Session:
                 keep.update(call.sources)
                 keep.update(r.grad for r in call.results if r.grad is not None)
                 keep.update(f.tensor for f in call.flow)
+        first = self.ops[0].id if self.ops else self.next_op
+        for tape in self.tapes:
+            if tape.ops and tape.ops[0] < first:
+                tape.ops = [i for i in tape.ops if i >= first]
         self.tensors = {k: v for k, v in self.tensors.items() if k in keep}
         self.tid = {k: v for k, v in self.tid.items() if v in keep}
 
     # -- tapes ------------------------------------------------------------------------------
-    def state_of(self, tape) -> Optional[_TapeState]:
-        return self.states.get(id(tape))
+    @staticmethod
+    def state_of(tape) -> Optional[_TapeState]:
+        # Kept on the tape itself: id(tape) is reused once a loop's old tapes are freed.
+        return tape.__dict__.get("_tapeviz_state")
 
     def open_tape(self, tape, frame) -> _TapeState:
         state = self.state_of(tape)
         if state is None:
             parent = self.active[-1].rec.id if self.active else None
-            rec = Tape(len(self.tapes), frame.f_lineno if frame else None, tape._persistent,
+            rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None, tape._persistent,
                        tape._watch_accessed_variables, parent)
             self.tapes.append(rec)
             state = _TapeState(rec, tape)
-            self.states[id(tape)] = state
+            tape.__dict__["_tapeviz_state"] = state
             weakref.finalize(tape, state.release)
+            if len(self.tapes) > self.max_tapes:
+                self.drop_oldest_tape()
         self.active.append(state)
         self.resume_span(state)
         return state
+
+    def drop_oldest_tape(self) -> None:
+        """Bound memory in long loops: forget the oldest tape no `with` block holds open."""
+        active = {state.rec.id for state in self.active}
+        for i, rec in enumerate(self.tapes):
+            if rec.id not in active:
+                del self.tapes[i]
+                self.dropped_tapes += 1
+                return
 
     def close_tape(self, tape, frame) -> None:
         state = self.state_of(tape)
@@ -613,7 +631,8 @@ class Session:
         self.compact()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]
-        dropped = {"ops": self.dropped_ops} if self.dropped_ops else {}
+        dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))
+                   if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),

@@ -479,6 +479,26 @@ def test_huge_recordings_keep_the_newest_ops_and_say_what_was_dropped():
     assert rec.tensor(rec.ops[-1].outputs[0]).value == 3000.0
 
 
+def test_a_new_tape_each_step_is_a_new_tape_and_old_ones_are_bounded():
+    program = src("""
+        import tensorflow as tf
+        w = tf.Variable(1.0)
+        for step in range(400):
+            with tf.GradientTape() as tape:
+                loss = w * w
+            w.assign_sub(0.01 * tape.gradient(loss, w))
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program, max_ops=500)
+    same(ns["w"].numpy(), plain["w"].numpy())
+    ids = [t.id for t in rec.tapes]
+    assert len(ids) == len(set(ids)) == 25 and ids[-1] == 399
+    assert rec.dropped["tapes"] == 375
+    assert all(len(t.gradients) == 1 for t in rec.tapes), "steps' tapes were merged"
+    kept = {o.id for o in rec.ops}
+    assert all(set(t.ops) <= kept for t in rec.tapes)
+
+
 def test_stdout_is_capped_keeping_the_newest():
     rec, _ = run_recorded("for i in range(10000):\n    print(i)\n", max_stdout=1000)
     assert rec.stdout.endswith("9999\n")
