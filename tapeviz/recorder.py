@@ -365,6 +365,8 @@ class Session:
             self.describe(var, value)
         if var.name is None:
             var.name = self.handle_names.get(handle._id)
+        if var.trainable is None:
+            var.trainable = self.trainable.get(handle._id)
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""

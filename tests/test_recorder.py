@@ -389,6 +389,37 @@ def test_replaced_variable_is_explained():
     assert "replaced" in reason and "line 3" in reason
 
 
+def test_non_trainable_variable_is_explained():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0, trainable=False)
+        with tf.GradientTape() as tape:
+            y = x * x
+        g = tape.gradient(y, x)
+    """)
+    plain, _ = run_plain(program)
+    rec, _ = run_recorded(program)
+    assert plain["g"] is None
+    assert by_name(rec, "x").trainable is False
+    assert "trainable=False" in rec.tapes[0].gradients[0].results[0].none_reason
+
+
+def test_autograph_sees_the_program_source():
+    program = src("""
+        import tensorflow as tf
+        @tf.function
+        def relu_ish(x):
+            if tf.reduce_sum(x) > 0:
+                return x
+            return -x
+        y = relu_ish(tf.constant([-1.0, -2.0]))
+    """)
+    rec, ns = run_recorded(program)
+    assert rec.error is None, rec.error
+    assert ns["y"].numpy().tolist() == [1.0, 2.0]
+    assert [o.type for o in rec.ops if o.function] == ["relu_ish"]
+
+
 def test_watch_accessed_variables_false_matches_tf():
     program = src("""
         import tensorflow as tf
