@@ -1,0 +1,52 @@
+"""Tensor facts computed with NumPy, against NumPy's own reductions. No TensorFlow."""
+import types
+
+import numpy as np
+import pytest
+
+from tapeviz import numerics
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4, 5), (64, 64)])
+def test_stats_match_numpy_on_finite_values(shape):
+    a = np.random.default_rng(1).normal(3.0, 2.0, shape).astype(np.float32)
+    s = numerics.stats(a)
+    assert (s.min, s.max) == (float(a.min()), float(a.max()))
+    assert s.mean == pytest.approx(float(a.astype(np.float64).mean()), rel=1e-9)
+    assert s.std == pytest.approx(float(a.astype(np.float64).std()), rel=1e-6)
+    assert (s.nan, s.inf) == (0, 0)
+
+
+def test_stats_count_nan_and_inf_and_describe_the_finite_rest():
+    a = np.array([1.0, np.nan, 3.0, np.inf, -np.inf, np.nan], dtype=np.float32)
+    s = numerics.stats(a)
+    assert (s.nan, s.inf) == (2, 2)
+    assert (s.min, s.max, s.mean) == (1.0, 3.0, 2.0)
+    only_bad = numerics.stats(np.array([np.nan, np.inf]))
+    assert only_bad.min is None and (only_bad.nan, only_bad.inf) == (1, 1)
+
+
+def test_stats_of_scalars_ints_complex_empty_and_strings():
+    assert numerics.stats(np.float32(2.5).reshape(())).std == 0.0
+    assert numerics.stats(np.array(np.nan)).nan == 1
+    ints = numerics.stats(np.array([1, 2, 3], dtype=np.int32))
+    assert (ints.min, ints.max, ints.mean) == (1.0, 3.0, 2.0)
+    assert numerics.stats(np.array([3 + 4j, 0j])).max == 5.0
+    assert numerics.stats(np.zeros((0, 3), np.float32)).mean is None
+    assert numerics.stats(np.array([b"a", b"b"])) is None
+
+
+def test_plain_values_are_strict_json():
+    assert numerics.plain_value(np.array([[1.0, 2.0]], np.float32), finite=True) == [[1.0, 2.0]]
+    assert numerics.plain_value(np.array([1.0, np.nan, -np.inf])) == [1.0, "nan", "-inf"]
+    assert numerics.plain_value(np.array(np.inf)) == "inf"
+    assert numerics.plain_value(np.array([b"fizz", b"buzz"])) == ["fizz", "buzz"]
+    assert numerics.plain_value(np.array([True, False])) == [True, False]
+
+
+def test_norm_of_dense_and_sliced_gradients():
+    assert numerics.norm(np.array([3.0, 4.0], np.float32)) == 5.0
+    slices = types.SimpleNamespace(values=np.array([[1.0, 2.0], [2.0, 4.0]]))
+    assert numerics.norm(slices) == pytest.approx(5.0)
+    assert numerics.norm(None) is None
+    assert numerics.norm(np.zeros((0,))) == 0.0
