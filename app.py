@@ -1,6 +1,12 @@
 """tapeviz: the Streamlit entry point. Navigation only; the pages hold the logic."""
+from pathlib import Path
+
 import streamlit as st
 
+HERE = Path(__file__).parent
+
 st.set_page_config(page_title="tapeviz", page_icon="🎞️", layout="wide")
-st.title("tapeviz")
-st.write("A visual debugger for TensorFlow's eager execution and GradientTape. The pages are on their way.")
+pages = [st.Page(HERE / "pages" / "debugger.py", title="Tape debugger", icon="🔍", default=True)]
+if (HERE / "pages" / "train.py").exists():   # the training page, when it is there
+    pages.append(st.Page(HERE / "pages" / "train.py", title="Train MNIST", icon="📈"))
+st.navigation(pages, position="top").run()

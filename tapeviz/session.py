@@ -1,0 +1,90 @@
+"""The Streamlit side of a run: one Runner per server process, and a per-session memo of
+drawn graphs. Imports Streamlit and runner.py, never TensorFlow (that lives in workers).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Optional
+
+import streamlit as st
+
+from . import figures, graph, layout
+from .recording import Recording
+from .runner import Runner, error_recording
+
+MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
+
+
+@st.cache_resource(show_spinner=False)
+def runner() -> Runner:
+    # One per server process: it owns the warm worker and the queue every session shares.
+    return Runner()
+
+
+def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:
+    """Record a program in a worker; a recording dict even when the runner itself fails."""
+    try:
+        return runner().record(source, "program.py", on_wait=on_wait)
+    except Exception as exc:   # the page must stay up whatever the worker machinery does
+        return error_recording(source, "RunnerError", f"{type(exc).__name__}: {exc}",
+                               "The app could not start a worker. Try again; if it persists, "
+                               "restart the app.")
+
+
+def drawn(rec: Recording, run_id: int, **options):
+    """(G, pos) for graph.build(rec, **options), memoised per session by run and options."""
+    memo = st.session_state.setdefault("_drawn", OrderedDict())
+    key = (run_id, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
+    if key in memo:
+        memo.move_to_end(key)
+        return memo[key]
+    G = graph.build(rec, **options)
+    memo[key] = (G, layout.layered(G))
+    while len(memo) > MEMO_SIZE:
+        memo.popitem(last=False)
+    return memo[key]
+
+
+def figure(G, pos, run_id: int, key: tuple, **kwargs):
+    """figures.op_graph, memoised on (run, graph options, selection) for the latest one only."""
+    cached = st.session_state.get("_figure")
+    if cached is not None and cached[0] == (run_id, key):
+        return cached[1]
+    fig = figures.op_graph(G, pos, **kwargs)
+    _stagger_labels(fig)
+    st.session_state["_figure"] = ((run_id, key), fig)
+    return fig
+
+
+def _stagger_labels(fig, width_px: float = 600.0, char_px: float = 9.5) -> None:
+    """Put each text label above or below its node, whichever keeps it off its row neighbours',
+    and shorten a label (full text on hover) when neither side has room.
+
+    Layers sit one unit apart and a layer name is often wider than that; plotly does not
+    move labels apart by itself. Greedy, left to right along each row of nodes.
+    """
+    labelled = [tr for tr in fig.data if tr.text is not None and tr.x is not None]
+    xs = [x for tr in labelled for x in tr.x if x is not None]
+    if not xs:
+        return
+    unit = char_px * (max(xs) - min(xs) + 1.0) / width_px     # one character, in x units
+    points = sorted((round(y, 6), x, k, j) for k, tr in enumerate(labelled)
+                    for j, (x, y) in enumerate(zip(tr.x, tr.y)) if x is not None)
+    texts = [[str(t or "") for t in tr.text] for tr in labelled]
+    places = [["top center"] * len(tr.x) for tr in labelled]
+    ends: dict = {}    # (row, position) -> right end of the last label placed there
+    for y, x, k, j in points:
+        text = texts[k][j]
+        if not text:
+            continue
+        room = {pos: x - ends.get((y, pos), -float("inf")) for pos in ("top center", "bottom center")}
+        fits = [pos for pos in room if room[pos] >= len(text) * unit / 2]
+        best = fits[0] if fits else max(room, key=room.get)
+        if not fits:
+            chars = max(4, int(2 * room[best] / unit) - 1)
+            texts[k][j] = text[:chars - 1] + "…" if chars < len(text) else text
+        places[k][j] = best
+        ends[(y, best)] = x + len(texts[k][j]) * unit / 2 + unit
+    for tr, place, text in zip(labelled, places, texts):
+        tr.textposition = place
+        tr.text = text

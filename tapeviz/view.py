@@ -1,0 +1,290 @@
+"""What the debugger page shows, as plain values: pickers' choices, step order, node details,
+the source excerpt around a line. No Streamlit and no TensorFlow: the page renders these.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import networkx as nx
+
+from . import graph
+from .recording import BACKWARD, Recording, as_float
+
+GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
+VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
+
+
+def tape_choices(rec: Recording) -> list:
+    """[(tape id or None, label)]: every op first, then each tape, nested tapes saying so."""
+    out = [(None, "every op (all tapes and gradient computations)")]
+    for tp in rec.tapes:
+        words = [f"tape {tp.id}"]
+        if tp.line is not None:
+            words.append(f"line {tp.line}")
+        if tp.parent is not None:
+            words.append(f"inside tape {tp.parent}")
+        elif any(other.parent == tp.id for other in rec.tapes):
+            words.append("outer")
+        if tp.persistent:
+            words.append("persistent")
+        words.append(f"{len(tp.ops)} ops")
+        out.append((tp.id, ", ".join(words)))
+    return out
+
+
+def tape_summary(rec: Recording, tape_id: int) -> str:
+    """One sentence on a tape: what it watched and recorded, and its backward ops if nested."""
+    tp = next(t for t in rec.tapes if t.id == tape_id)
+    watched = [_tensor_word(rec, t) for t in tp.watched]
+    ops = [rec.op(i) for i in tp.ops if rec.op(i) is not None]
+    backward = sum(op.phase == BACKWARD for op in ops)
+    text = f"Tape {tp.id} recorded {len(ops)} ops"
+    if backward:
+        text += (f", {backward} of them backward ops of an inner gradient call (drawn as diamonds): "
+                 f"that is what lets this tape differentiate a gradient")
+    if watched:
+        text += "; it watched " + ", ".join(watched[:8]) + (" …" if len(watched) > 8 else "")
+    elif tp.watch_accessed_variables:
+        text += "; it watches the variables the block reads"
+    return text + "."
+
+
+def auto_group(rec: Recording) -> bool:
+    return len(rec.ops) > GROUP_ABOVE_OPS and any(graph.group_key(op.scope) for op in rec.ops)
+
+
+def group_keys(rec: Recording) -> list:
+    """The layers a recording has, in order of first appearance."""
+    seen = {}
+    for op in rec.ops:
+        key = graph.group_key(op.scope)
+        if key and key not in seen:
+            seen[key] = None
+    return list(seen)
+
+
+def steps(rec: Recording, tape: Optional[int] = None) -> list:
+    """Op ids a step-through visits, in execution order (forward, then backward as it ran).
+
+    ReadVariableOps are left out: the graph folds them into their variable, so a step
+    onto one would change nothing on screen.
+    """
+    return [op.id for op in rec.ops
+            if op.type != graph.READ_VARIABLE and (tape is None or tape in op.tapes)]
+
+
+def step_label(rec: Recording, op_id: int) -> str:
+    op = rec.op(op_id)
+    where = f", line {op.line}" if op.line is not None else ""
+    return f"{op.function or op.type} ({op.phase}{where})"
+
+
+def call_choices(rec: Recording) -> list:
+    """[(tape id, call index, label)] for every gradient call that ran."""
+    return graph.gradient_calls(rec)
+
+
+def node_choices(G: nx.DiGraph) -> list:
+    """[(node, label)] for a picker: named tensors first, then everything in run order."""
+    def key(item):
+        node, data = item
+        return (data.get("name") is None, data.get("order", -1), node)
+
+    out = []
+    for node, data in sorted(G.nodes(data=True), key=key):
+        label = data.get("label") or node
+        kind = "layer" if data.get("kind") == graph.GROUP else data.get("kind", "")
+        where = f", line {data['line']}" if data.get("line") is not None else ""
+        out.append((node, f"{label}  ({kind} {node}{where})"))
+    return out
+
+
+def node_for_tensor(rec: Recording, G: nx.DiGraph, tensor_id: int) -> Optional[str]:
+    """The node that shows a tensor: its own, else its producer's (op or layer group)."""
+    node = graph.tensor_node(tensor_id)
+    if node in G:
+        return node
+    info = rec.tensor(tensor_id)
+    return node_for_op(G, info.producer) if info is not None and info.producer is not None else None
+
+
+def node_for_op(G: nx.DiGraph, op_id: int) -> Optional[str]:
+    node = graph.op_node(op_id)
+    if node in G:
+        return node
+    for n, data in G.nodes(data=True):
+        if data.get("kind") == graph.GROUP and op_id in data.get("members", ()):
+            return n
+    return None
+
+
+@dataclass
+class Details:
+    """What the inspector shows for one node."""
+    title: str
+    kind: str
+    line: Optional[int] = None
+    facts: list = field(default_factory=list)        # [(label, text)]
+    value: Optional[str] = None
+    stats: Optional[dict] = None
+    producer: Optional[str] = None
+    consumers: list = field(default_factory=list)
+    group: Optional[str] = None                      # layer key, for an "expand" button
+
+
+def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = None) -> Details:
+    data = G.nodes[node]
+    kind = data.get("kind")
+    if kind == "tensor":
+        d = _tensor_details(rec, data["ref"])
+    elif kind == "op":
+        d = _op_details(rec, rec.op(data["ref"]))
+    else:
+        d = _group_details(rec, data)
+    if data.get("none_reason"):
+        d.facts.append(("gradient", "None: " + data["none_reason"]))
+    if flow is not None and node in flow:
+        d.facts.append(("‖∂target/∂x‖", _number(flow[node])))
+    return d
+
+
+def _tensor_details(rec: Recording, t: int) -> Details:
+    info = rec.tensor(t)
+    if info is None:
+        return Details(title=f"tensor {t}", kind="tensor", facts=[("note", "not recorded (the bounds dropped it)")])
+    producer = rec.op(info.producer) if info.producer is not None else None
+    users = [op for op in rec.ops if t in op.inputs]
+    if info.kind == "variable":
+        # the graph folds reads into the variable: what used the variable used its reads
+        reads = {o for op in rec.ops if op.type == graph.READ_VARIABLE and t in op.inputs for o in op.outputs}
+        users = [op for op in rec.ops if op.type != graph.READ_VARIABLE and (t in op.inputs or reads & set(op.inputs))]
+    d = Details(title=info.name or f"tensor {t}", kind=info.kind,
+                line=info.line if info.line is not None else getattr(producer, "line", None))
+    d.facts = [("kind", info.kind + (" (trainable)" if info.trainable else "")),
+               ("shape", str(list(info.shape))), ("dtype", info.dtype), ("tensor id", str(t))]
+    if info.value is not None:
+        d.value = value_text(info.value)
+    elif info.shape and math.prod(n or 1 for n in info.shape) > VALUE_ELEMENTS:
+        d.facts.append(("value", "too large to keep; see its statistics"))
+    if info.stats is not None:
+        s = info.stats
+        d.stats = {"min": _number(s.min), "max": _number(s.max), "mean": _number(s.mean),
+                   "std": _number(s.std), "NaN": s.nan, "Inf": s.inf}
+    if producer is not None and producer.type != "VarHandleOp":
+        d.producer = _op_word(producer)
+    d.consumers = [_op_word(op) for op in users[:20]] + ([f"… {len(users) - 20} more"] if len(users) > 20 else [])
+    return d
+
+
+def _op_details(rec: Recording, op) -> Details:
+    d = Details(title=op.function or op.type, kind=f"{op.phase} op", line=op.line)
+    d.facts = [("op id", str(op.id)), ("phase", op.phase)]
+    if op.function:
+        d.facts.append(("tf.function", f"{op.function} (runs {op.type})"))
+    if op.scope:
+        d.facts.append(("scope", op.scope))
+    d.facts.append(("recorded by", ", ".join(f"tape {i}" for i in op.tapes) if op.tapes else "no tape"))
+    if op.duration_us is not None:
+        d.facts.append(("time", f"{op.duration_us:.0f} µs"))
+    d.facts.append(("inputs", ", ".join(_tensor_word(rec, t) for t in op.inputs[:8]) or "none"))
+    d.facts.append(("outputs", ", ".join(_tensor_word(rec, t) for t in op.outputs[:8]) or "none"))
+    return d
+
+
+def _group_details(rec: Recording, data: dict) -> Details:
+    members = [rec.op(m) for m in data.get("members", [])]
+    lines = sorted({op.line for op in members if op.line is not None})
+    d = Details(title=data.get("group") or "layer", kind=f"layer ({data.get('phase')} ops)",
+                line=lines[0] if lines else None, group=data.get("group"))
+    counts = {}
+    for op in members:
+        counts[op.function or op.type] = counts.get(op.function or op.type, 0) + 1
+    d.facts = [("ops", f"{len(members)}: " + ", ".join(f"{k} ×{n}" for k, n in
+                                                        sorted(counts.items(), key=lambda kv: -kv[1])[:8]))]
+    if len(lines) > 1:
+        d.facts.append(("lines", f"{lines[0]}–{lines[-1]}"))
+    return d
+
+
+def value_text(value, digits: int = 4) -> str:
+    """A small tensor's value, a row per line for matrices."""
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        return "[" + ",\n ".join(value_text(v, digits) for v in value) + "]"
+    if isinstance(value, list):
+        return "[" + ", ".join(value_text(v, digits) for v in value) + "]"
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)) or value in ("nan", "inf", "-inf"):
+        return _number(value, digits)
+    return repr(value)
+
+
+def alert_text(rec: Recording, alert) -> str:
+    info = rec.tensor(alert.tensor)
+    op = rec.op(alert.op) if alert.op is not None else None
+    what = "NaN" if alert.kind == "nan" else "Inf"
+    where = f" at line {alert.line}" if alert.line is not None else ""
+    made = f", made by {op.function or op.type} ({alert.phase} op {op.id})" if op is not None else ""
+    name = f" `{info.name}`" if info is not None and info.name else f" tensor {alert.tensor}"
+    return f"{what} first appeared{where}: in{name}{made}."
+
+
+def code_html(source: str, line: Optional[int], context: int = 3) -> str:
+    """A few lines of the program around `line`, numbered, with that line highlighted."""
+    lines = source.splitlines() or [""]
+    if line is None or not 1 <= line <= len(lines):
+        return ""
+    first, last = max(1, line - context), min(len(lines), line + context)
+    rows = []
+    for n in range(first, last + 1):
+        text = html.escape(lines[n - 1]) or " "
+        style = ("background:#FFE08A;font-weight:700;border-left:6px solid #D55E00;"
+                 if n == line else "border-left:6px solid transparent;")
+        rows.append(f'<div style="{style}padding:0 .5em;white-space:pre">'
+                    f'<span style="color:#555;user-select:none">{n:>4}  </span>{text}</div>')
+    return ('<div class="tapeviz-code" style="font-family:monospace;font-size:1.05rem;'
+            'background:#F6F6F6;border-radius:6px;padding:.4em 0;overflow-x:auto;color:#111">'
+            + "".join(rows) + "</div>")
+
+
+def line_text(source: str, line: Optional[int]) -> str:
+    lines = source.splitlines()
+    return lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
+
+
+def _tensor_word(rec: Recording, t: int) -> str:
+    info = rec.tensor(t)
+    if info is None:
+        return f"tensor {t}"
+    return (info.name or f"t{t}") + " " + str(list(info.shape))
+
+
+def _op_word(op) -> str:
+    where = f", line {op.line}" if op.line is not None else ""
+    return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
+
+
+def _number(x, digits: int = 4) -> str:
+    x = as_float(x)
+    if x is None:
+        return "?"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def default_tape(rec: Recording) -> Optional[int]:
+    """The first outermost tape: what it recorded is the story; every op adds the machinery."""
+    return next((tp.id for tp in rec.tapes if tp.parent is None), None)
+
+
+def plain(text: str) -> str:
+    """Text for st.markdown that shows as typed: `x**3` stays x**3, not bold."""
+    for ch in "\\*_`[]#<>$~|":
+        text = text.replace(ch, "\\" + ch)
+    return text
