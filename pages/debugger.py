@@ -125,9 +125,8 @@ def show_graph(rec, run_id):
         tape, call_index = calls[call][0], calls[call][1]
         st.caption(f"Colours: norm of the gradient of the call's target with respect to each tensor "
                    f"(log scale) on tape {tape}, which made this call. Grey: no gradient flows there.")
-    elif tape is not None:
-        st.caption(view.tape_summary(rec, tape))
 
+    chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
     order = view.steps(rec, tape)
     upto = None
     if len(order) > 1:
@@ -159,11 +158,13 @@ def show_graph(rec, run_id):
 
     view_key = (tape, call_index, group, tuple(expand), path_only, upto, picked)
     fig = session.figure(G, pos, run_id, view_key, flow=flow, selected=picked)
-    st.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=640,
-                    config={"scrollZoom": True, "displaylogo": False})
-    st.caption(f"{G.number_of_nodes()} nodes. Hover for details; click a node to inspect it; "
-               "scroll to zoom, drag to pan, double-click to fit.")
+    chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=620,
+                            config={"scrollZoom": True, "displaylogo": False})
+    chart_area.caption(f"{G.number_of_nodes()} nodes. Hover for details; click a node to inspect it; "
+                       "scroll to zoom, drag to pan, double-click to fit.")
 
+    if call is None and tape is not None:
+        st.caption(view.tape_summary(rec, tape))
     if call is not None:
         chosen = graph.gradient_call(rec, tape, call_index)
         for result in chosen.results:

@@ -3,6 +3,7 @@ drawn graphs. Imports Streamlit and runner.py, never TensorFlow (that lives in w
 """
 from __future__ import annotations
 
+import atexit
 from collections import OrderedDict
 from typing import Callable, Optional
 
@@ -18,7 +19,9 @@ MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and f
 @st.cache_resource(show_spinner=False)
 def runner() -> Runner:
     # One per server process: it owns the warm worker and the queue every session shares.
-    return Runner()
+    shared = Runner()
+    atexit.register(shared.close)    # no idle worker outlives the server
+    return shared
 
 
 def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:

@@ -1,0 +1,113 @@
+"""The debugger page through streamlit.testing: every example runs in a real worker and draws."""
+import os
+import pathlib
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tapeviz import examples, share
+
+# Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
+os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")
+
+APP = str(pathlib.Path(__file__).resolve().parents[1] / "app.py")
+TIMEOUT = 120    # a cold worker imports TensorFlow first; on a busy 2-core machine that is slow
+
+
+def opened(**params):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def typed(source):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.text_area(key="source").set_value(source)
+    return next(b for b in at.button if "Run" in b.label).click().run()
+
+
+def texts(elements):
+    return "\n".join(str(e.value) for e in elements)
+
+
+def charts(at):
+    return at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("name", examples.names())
+def test_every_example_runs_from_its_link_and_draws(name):
+    at = opened(example=name)
+    assert not at.exception
+    assert at.text_area(key="source").value == examples.load(name).source
+    assert charts(at), f"{name}: no graph; errors: {texts(at.error)}"
+    if name not in ("nonpersistent_error", "nan_hunt"):    # those two are about an error
+        assert not at.error, texts(at.error)
+
+
+def test_higher_order_prints_both_derivatives_and_offers_its_tapes():
+    at = opened(example="higher_order")
+    assert "dy_dx = 3.0" in texts(at.code) and "d2y_dx2 = 6.0" in texts(at.code)
+    tape = at.selectbox(key="tape")
+    assert tape.value == 0 and len(tape.options) == 3      # every op, the outer tape, the inner tape
+    assert "backward ops of an inner gradient call" in texts(at.caption)
+
+
+def test_nonpersistent_error_shows_the_runtime_error_its_line_and_hint():
+    at = opened(example="nonpersistent_error")
+    assert "RuntimeError" in texts(at.error) and "line 19" in texts(at.error)
+    assert "persistent=True" in texts(at.info)
+    assert "dz_dx = 108.0" in texts(at.code)
+    assert charts(at)     # the partial recording is still drawn
+
+
+def test_a_syntax_error_shows_its_line():
+    at = typed("import tensorflow as tf\nx = tf.constant(1.0)\nif x > 0\n    print(x)\n")
+    assert not at.exception
+    assert "SyntaxError" in texts(at.error) and "at line 3" in texts(at.error)
+    assert "if x &gt; 0" in texts(at.markdown)     # the offending line, highlighted
+
+
+def test_a_timeout_says_so():
+    at = typed("while True:\n    pass\n")
+    assert not at.exception
+    assert "Timeout" in texts(at.error)
+
+
+def test_the_inspector_shows_a_picked_tensor_and_its_line():
+    at = opened(example="linear_gradient")
+    pick = at.selectbox(key="pick")
+    at = pick.select_index(next(i for i, label in enumerate(pick.options) if label.startswith("z "))).run()
+    assert not at.exception
+    assert "made by" in texts(at.markdown) and "tapeviz-code" in texts(at.markdown)
+
+
+def test_gradient_flow_names_the_reason_for_each_none():
+    at = opened(example="none_gradients")
+    at = at.selectbox(key="call").set_value(1).run()
+    assert not at.exception
+    assert "is None" in texts(at.warning) and "never used" in texts(at.warning)
+    at = at.toggle(key="path_only").set_value(True).run()
+    assert not at.exception and charts(at)
+
+
+def test_nan_alert_leads_to_where_it_first_appeared():
+    at = opened(example="nan_hunt")
+    assert "first appeared" in texts(at.error)
+    at = at.button(key="alert0").click().run()
+    assert not at.exception
+    assert at.selectbox(key="pick").value is not None
+
+
+def test_a_shared_code_link_opens_and_runs_that_code():
+    at = opened(code=share.encode("import tensorflow as tf\nsecret = tf.constant(41.0) + 1\nprint(secret.numpy())\n"))
+    assert not at.exception
+    assert "42.0" in texts(at.code)
+
+
+@pytest.mark.parametrize("params", [{"example": "no_such_example"}, {"code": "not-base64!!"},
+                                    {"code": share.encode("x")[:-3]}])
+def test_bad_links_warn_instead_of_crashing(params):
+    at = opened(**params)
+    assert not at.exception
+    assert at.warning, "a bad link should say what was wrong"
