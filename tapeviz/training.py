@@ -199,14 +199,18 @@ class QueueCommands:
         return self.queue.get()
 
 
-def _wait_for_resume(commands) -> bool:
-    """Block while paused; True to go on, False when told to stop."""
-    while True:
-        command = commands.wait()
-        if command == "resume":
-            return True
-        if command == "stop":
-            return False
+def _told_to_stop(commands, clock: Clock) -> bool:
+    """Check for a command between steps. A pause blocks here, on `commands.wait()`, until
+    "resume" or "stop"; its time is left out of steps/s."""
+    if commands is None:
+        return False
+    command = commands.poll()
+    if command == "pause":
+        paused_at = time.perf_counter()
+        while command not in ("resume", "stop"):
+            command = commands.wait()
+        clock.exclude_since(paused_at)
+    return command == "stop"
 
 
 def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
@@ -252,17 +256,9 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     step, reason = 0, "finished"
     for epoch in range(1, int(cfg["epochs"]) + 1):
         for images, labels in dataset:
-            if commands is not None:
-                command = commands.poll()
-                if command == "pause":
-                    t0 = time.perf_counter()
-                    going_on = _wait_for_resume(commands)
-                    clock.exclude_since(t0)
-                    if not going_on:
-                        command = "stop"
-                if command == "stop":
-                    reason = "stopped"
-                    break
+            if _told_to_stop(commands, clock):
+                reason = "stopped"
+                break
             loss_value, grads = train_step(images, labels)
             step += 1
             loss = float(loss_value)
