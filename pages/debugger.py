@@ -181,7 +181,7 @@ def show_graph(rec, run_id):
 def show_inspector(rec, G, flow):
     """The picked node: value, statistics, producer, consumers, and its line in the program."""
     st.subheader("Inspect")
-    choices = dict(view.node_choices(G))
+    choices = dict(view.node_choices(G, keep=st.session_state.get("pick")))
     st.selectbox("Node", [None, *choices], key="pick", placeholder="Click a node or pick one…",
                  format_func=lambda n: "—" if n is None else choices[n])
     if st.session_state.pick is not None:

@@ -87,8 +87,11 @@ def call_choices(rec: Recording) -> list:
     return graph.gradient_calls(rec)
 
 
-def node_choices(G: nx.DiGraph) -> list:
-    """[(node, label)] for a picker: named tensors first, then everything in run order."""
+def node_choices(G: nx.DiGraph, limit: int = 2000, keep: Optional[str] = None) -> list:
+    """[(node, label)] for a picker: named tensors first, then everything in run order.
+
+    At most `limit` (plus `keep`): a 30,000-entry list would slow every rerun, and
+    clicking the chart reaches any node anyway."""
     def key(item):
         node, data = item
         return (data.get("name") is None, data.get("order", -1), node)
@@ -98,7 +101,8 @@ def node_choices(G: nx.DiGraph) -> list:
         label = data.get("label") or node
         kind = "layer" if data.get("kind") == graph.GROUP else data.get("kind", "")
         where = f", line {data['line']}" if data.get("line") is not None else ""
-        out.append((node, f"{label}  ({kind} {node}{where})"))
+        if len(out) < limit or node == keep:
+            out.append((node, f"{label}  ({kind} {node}{where})"))
     return out
 
 
