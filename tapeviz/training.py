@@ -5,6 +5,7 @@ page charts them. Imports TensorFlow: only a worker (or the command line) import
 """
 from __future__ import annotations
 
+import base64
 import math
 import os
 import queue
@@ -29,6 +30,7 @@ DEFAULTS = {
     "limit": None,          # digits used in all (train + held-out)
     "data_dir": None,       # else $TAPEVIZ_MNIST_DIR, then the rest of data.load_mnist's chain
     "upload": None,         # bytes of an uploaded mnist.npz
+    "upload_b64": None,     # the same as base64 text: how the page sends it through JSON
     "download": True,
 }
 
@@ -224,7 +226,8 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     on `commands.wait()` until "resume" or "stop"; "stop" ends the run early."""
     cfg = {**DEFAULTS, **(config or {})}
     tf.keras.utils.set_random_seed(int(cfg["seed"]))
-    digits = data.load_mnist(cfg["data_dir"], upload=cfg["upload"], download=cfg["download"])
+    upload = cfg["upload"] or (base64.b64decode(cfg["upload_b64"]) if cfg["upload_b64"] else None)
+    digits = data.load_mnist(cfg["data_dir"], upload=upload, download=cfg["download"])
     x_train, y_train, x_test, y_test = data.split(digits, limit=cfg["limit"])
 
     model = build_model(cfg["model"], x_train.shape[1:])

@@ -1,5 +1,6 @@
 """The eager training loop on real MNIST digits: it learns, reports every variable,
 obeys pause/resume/stop, runs under tf.function, and its one-step program runs."""
+import base64
 import contextlib
 import io
 import json
@@ -160,6 +161,22 @@ def test_sklearn_digits_train_when_no_mnist(tmp_path, monkeypatch):
     monkeypatch.delenv("TAPEVIZ_MNIST_DIR", raising=False)
     records = train({"model": "lenet", "data_dir": str(tmp_path), "epochs": 2})
     assert "scikit-learn" in records[0]["source"] and records[0]["image_shape"] == [8, 8, 1]
+    assert records[-1]["reason"] == "finished"
+
+
+def test_an_upload_sent_as_base64_trains(tmp_path, monkeypatch):
+    """The page sends an uploaded mnist.npz through JSON as config["upload_b64"]."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("TAPEVIZ_MNIST_DIR", raising=False)
+    rng = np.random.default_rng(0)
+    buffer = io.BytesIO()
+    np.savez(buffer, x_train=rng.integers(0, 256, (40, 28, 28), dtype=np.uint8),
+             y_train=rng.integers(0, 10, 40, dtype=np.uint8),
+             x_test=rng.integers(0, 256, (10, 28, 28), dtype=np.uint8),
+             y_test=rng.integers(0, 10, 10, dtype=np.uint8))
+    upload_b64 = base64.b64encode(buffer.getvalue()).decode("ascii")
+    records = train({"data_dir": str(tmp_path), "upload_b64": upload_b64, "batch_size": 20})
+    assert records[0]["source"].startswith("uploaded mnist.npz") and records[0]["train_size"] == 40
     assert records[-1]["reason"] == "finished"
 
 
