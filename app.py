@@ -5,8 +5,8 @@ import streamlit as st
 
 HERE = Path(__file__).parent
 
-st.set_page_config(page_title="tapeviz", page_icon="🎞️", layout="wide")
-pages = [st.Page(HERE / "pages" / "debugger.py", title="Tape debugger", icon="🔍", default=True)]
+st.set_page_config(page_title="tapeviz", page_icon=":material/timeline:", layout="wide")
+pages = [st.Page(HERE / "pages" / "debugger.py", title="Tape debugger", icon=":material/account_tree:", default=True)]
 if (HERE / "pages" / "train.py").exists():   # the training page, when it is there
-    pages.append(st.Page(HERE / "pages" / "train.py", title="Train MNIST", icon="📈"))
+    pages.append(st.Page(HERE / "pages" / "train.py", title="Train MNIST", icon=":material/monitoring:"))
 st.navigation(pages, position="top").run()

@@ -37,6 +37,7 @@ NON_FINITE = "#FF0000"    # a NaN or Inf gradient: must not blend into the scale
 EDGE = "#8A8A8A"
 FLOW_EDGE = "#3A3A3A"
 SELECTED = "#D55E00"
+LEGEND_SHAPE = "#555555"  # flow mode: the legend tells categories apart by shape alone
 
 
 def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Optional[str] = None,
@@ -60,8 +61,14 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in pos]
         if nodes:
             fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large, column))
+            if flow is not None:
+                fig.add_trace(_legend_entry(STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
     if scale is not None:
         fig.add_trace(_colour_bar(*scale))
+    if flow is not None:
+        fig.add_trace(_legend_entry("no gradient", "circle", NO_GRADIENT))
+        if any(v is not None and not math.isfinite(v) for v in flow.values()):
+            fig.add_trace(_legend_entry("NaN / Inf gradient", "circle", NON_FINITE))
     for note in _none_notes(G, pos):
         fig.add_annotation(note)
     if selected is not None and selected in pos:
@@ -110,6 +117,9 @@ def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scal
     return go.Scattergl(
         x=xs, y=[pos[n][1] for n in nodes],
         mode="markers+text" if labelled else "markers", name=name,
+        # Coloured by gradient, a category's first node would make a misleading legend swatch:
+        # in flow mode the legend comes from neutral, point-less entries instead.
+        showlegend=flow is None,
         text=[_clip(d.get("label", "")) for d in data] if labelled else None,
         # Labels of neighbouring columns alternate above and below so long ones do not collide.
         textposition=[("top center", "bottom center")[column.get(x, 0) % 2] for x in xs],
@@ -117,6 +127,11 @@ def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scal
         marker=dict(symbol=symbol, size=size, color=colour, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", customdata=nodes,
     )
+
+
+def _legend_entry(name: str, symbol: str, colour: str) -> go.Scattergl:
+    return go.Scattergl(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                        marker=dict(symbol=symbol, size=14, color=colour))
 
 
 def _colour_bar(low: float, high: float) -> go.Scattergl:

@@ -156,3 +156,14 @@ def test_drawing_never_imports_tensorflow():
     code = ("import sys, tapeviz.graph, tapeviz.layout, tapeviz.figures; "
             "sys.exit('tensorflow' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+def test_flow_legend_tells_categories_by_shape_not_gradient_colour():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
+    shown = [tr for tr in fig.data if tr.showlegend is not False and tr.name]
+    assert all(tr.customdata is None for tr in shown), "coloured node traces must not be in the legend"
+    swatches = {tr.name: tr.marker.color for tr in shown}
+    assert swatches["variables"] == swatches["forward ops"] == figures.LEGEND_SHAPE
+    assert swatches["no gradient"] == figures.NO_GRADIENT
