@@ -80,6 +80,10 @@ def run(source, where):
         st.session_state.pop(key, None)
     st.session_state.update(rec=rec, rec_dict=recorded, run_id=st.session_state.get("run_id", 0) + 1,
                             group=view.auto_group(rec), tape=view.default_tape(rec))
+    # Another page may ask for a view of what it sent (the training page: {"call": 0}).
+    wanted = st.session_state.pop("after_run", {})
+    if wanted.get("call") is not None and wanted["call"] < len(view.call_choices(rec)):
+        st.session_state.call = wanted["call"]
     # The address bar names what ran, so a reload or a copied URL gives the same page.
     name = st.session_state.get("example")
     if name and source == examples.load(name).source:

@@ -1,0 +1,192 @@
+"""Train MNIST: the eager custom training loop of TensorFlow's eager guide, run in a worker
+process and charted live: loss, held-out accuracy, per-layer gradient norms, predictions."""
+import base64
+
+import streamlit as st
+
+from tapeviz import data, session, train_figures, train_state
+
+POLL_S = 0.75            # how often the live part of the page asks the worker for news
+MODELS = {"guide": "Eager guide's CNN (learns slowly)",
+          "lenet": "LeNet-style CNN (~97% after 1 epoch)"}
+RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0]
+DIGITS = {2_000: "2,000", 5_000: "5,000", 10_000: "10,000", 20_000: "20,000", None: "all"}
+EVALS = {25: "every 25 steps", 50: "every 50 steps", 100: "every 100 steps", 0: "each epoch only"}
+STATUS = {"queued": "⏳ Queued", "starting": "⏳ Starting the worker and loading the digits…",
+          "running": "▶ Training", "paused": "⏸ Paused", "finished": "✅ Finished",
+          "stopped": "⏹ Stopped", "nan": "⛔ Stopped: the loss became NaN", "failed": "❌ Failed"}
+
+st.html("<style>.block-container {padding-top: 3.5rem; max-width: 100%;}</style>")
+
+
+# -- callbacks (they run before the script) -------------------------------------------------
+def owner_id():
+    if "train_owner" not in st.session_state:
+        st.session_state.train_owner = train_state.Owner(session.runner())
+    return st.session_state.train_owner.id
+
+
+def start():
+    if (old := st.session_state.pop("train_run", None)) is not None:
+        old.cancel()
+    s = st.session_state
+    config = {"model": s.t_model, "epochs": int(s.t_epochs), "batch_size": int(s.t_batch),
+              "learning_rate": float(s.t_lr), "limit": s.t_digits, "eval_every": int(s.t_eval),
+              "use_tf_function": bool(s.t_tf_function)}
+    if s.get("t_upload_b64"):
+        config["upload_b64"] = s.t_upload_b64
+    s.train_run = train_state.Run(session.runner(), config, owner_id())
+
+
+def reset():
+    if (old := st.session_state.pop("train_run", None)) is not None:
+        old.cancel()
+
+
+def check_upload():
+    """Read an uploaded mnist.npz here (numpy only) so a wrong file is reported at once."""
+    st.session_state.pop("t_upload_b64", None)
+    st.session_state.pop("t_upload_note", None)
+    file = st.session_state.get("t_upload")
+    if file is None:
+        return
+    raw = file.getvalue()
+    try:
+        digits = data.load_npz_bytes(raw)
+    except ValueError as exc:
+        st.session_state.t_upload_note = ("error", str(exc))
+        return
+    count = len(digits.test_labels) + (len(digits.train_labels) if digits.has_train else 0)
+    st.session_state.t_upload_b64 = base64.b64encode(raw).decode("ascii")
+    st.session_state.t_upload_note = ("success", f"{file.name}: {count:,} digits of shape "
+                                      f"{digits.test_images.shape[1]}x{digits.test_images.shape[2]}.")
+
+
+# -- the page -----------------------------------------------------------------------------
+st.markdown("## Train MNIST, eagerly")
+st.caption("The custom training loop of TensorFlow's eager guide: a `GradientTape` per step, "
+           "Adam, batches from a shuffled `tf.data` pipeline. It runs in a worker process; this "
+           "page polls it and redraws.")
+
+c = st.columns([3, 1, 1, 1.3, 1.3, 1.5, 1.6])
+c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")
+c[1].number_input("Epochs", 1, 50, 3, key="t_epochs")
+c[2].selectbox("Batch size", [16, 32, 64, 128, 256], index=1, key="t_batch")
+c[3].select_slider("Learning rate", RATES, value=1e-3, key="t_lr", format_func=lambda r: f"{r:g}",
+                   help="Adam's step size. 0.3 or 1.0 makes the loss jump or go NaN: try it.")
+c[4].selectbox("Digits used", list(DIGITS), index=2, format_func=DIGITS.get, key="t_digits",
+               help="Train + held-out; 20% are held out for the accuracy chart.")
+c[5].selectbox("Held-out accuracy", list(EVALS), index=1, format_func=EVALS.get, key="t_eval")
+with c[6]:
+    st.write("")
+    st.toggle("Train step in `@tf.function`", key="t_tf_function",
+              help="Eager runs each op from Python; tf.function traces the step once into a graph.")
+
+with st.expander("Where the digits come from"):
+    st.markdown(
+        "The worker takes the first source that works: **1.** the directory in `TAPEVIZ_MNIST_DIR` "
+        "(IDX `.gz` files or `mnist.npz`); **2.** Keras's cache `~/.keras/datasets/mnist.npz`; "
+        "**3.** Keras's download; **4.** an `mnist.npz` uploaded here; **5.** offline, "
+        "scikit-learn's 1,797 bundled 8x8 digits. The run says which one it used.")
+    st.file_uploader("Upload mnist.npz (used when sources 1–3 are not available)", type=["npz"],
+                     key="t_upload", on_change=check_upload)
+    if note := st.session_state.get("t_upload_note"):
+        getattr(st, note[0])(note[1])
+
+run = st.session_state.get("train_run")
+live_when_drawn = bool(run and run.live)
+
+
+@st.fragment(run_every=POLL_S if live_when_drawn else None)
+def dashboard():
+    run = st.session_state.get("train_run")
+    if run is not None:
+        run.poll()
+    if bool(run and run.live) != live_when_drawn:
+        st.rerun()                  # start or stop the periodic redraw
+    status = run.status if run else None
+
+    b = st.columns([1.2, 1, 1, 1, 1.8, 4], vertical_alignment="center")
+    b[0].button("▶ Start", type="primary", on_click=start, width="stretch",
+                disabled=status in ("queued", "starting", "running", "paused"),
+                help="A new run with the settings above.")
+    b[1].button("⏸ Stop", on_click=lambda: run.pause(), width="stretch", disabled=status != "running",
+                help="Pause the run; Resume carries on where it stopped, history and all.")
+    b[2].button("⏵ Resume", on_click=lambda: run.resume(), width="stretch", disabled=status != "paused")
+    b[3].button("↺ Reset", on_click=reset, width="stretch", disabled=run is None,
+                help="End this run and clear its charts.")
+    inspect = b[4].button("🔍 Inspect this step", width="stretch", disabled=not (run and run.start),
+                          help="Record one training step of this model with the recorder and "
+                               "show its tape on the debugger page, grouped by layer.")
+    if inspect:
+        st.session_state.update(source=run.start["step_program"], pending=True,
+                                after_run={"call": 0})   # open on the step's gradient flow
+        st.session_state.pop("example", None)
+        st.switch_page("pages/debugger.py")
+
+    if run is None:
+        st.info("Choose a model and settings, then press **Start**. The loss, the held-out accuracy, "
+                "the gradient norm of every layer and sample predictions appear here as it trains.")
+        show_speeds()
+        return
+
+    p = run.progress()
+    cfg = run.config
+    b[5].markdown(f"**{STATUS.get(status, status)}**"
+                  + (f" — number **{run.place}** in line for a training worker" if status == "queued" else ""))
+    label = (f"step {p['step']:,} of {p['total']:,}  ·  epoch {p['epoch']} of {p['epochs']}"
+             if p["total"] else "waiting for the first step…")
+    st.progress(p["fraction"], text=label)
+    m = st.columns(6)
+    m[0].metric("Step", f"{p['step']:,}")
+    m[1].metric("Epoch", f"{p['epoch']} / {p['epochs']}")
+    m[2].metric("Steps/s", f"{p['steps_per_s']:.1f}" if p["steps_per_s"] else "—")
+    m[3].metric("ETA", train_state.duration(p["eta_s"]))
+    m[4].metric("Loss", f"{run.steps[-1]['loss']:.3f}" if run.steps else "—")
+    m[5].metric("Held-out accuracy", f"{run.evals[-1]['accuracy']:.1%}" if run.evals else "—")
+    if run.start:
+        st.caption(f"**Data:** {run.start['source']}  ·  {run.start['train_size']:,} train / "
+                   f"{run.start['test_size']:,} held-out digits  ·  model **{cfg['model']}** "
+                   f"({run.start['params']:,} parameters), batch {cfg['batch_size']}, learning rate "
+                   f"{cfg['learning_rate']:g}, {run.mode}")
+        if run.start.get("notes"):
+            with st.expander("Sources passed over"):
+                st.markdown("\n".join(f"- {note}" for note in run.start["notes"]))
+
+    if run.error:
+        st.error(f"**The run failed:** {run.error}")
+    for warning in run.warnings[:6]:
+        (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
+
+    steps = train_state.thin(run.steps)
+    left, right = st.columns(2)
+    left.plotly_chart(train_figures.loss_figure(steps), key="loss_chart", height=380)
+    right.plotly_chart(train_figures.accuracy_figure(run.evals), key="accuracy_chart", height=380)
+    left.plotly_chart(train_figures.grad_norm_figure(steps, run.warnings), key="grad_chart", height=460)
+    right.plotly_chart(train_figures.prediction_grid(run.predictions), key="prediction_chart")
+
+    if (speed := run.speed()) is not None:
+        st.session_state.setdefault("speeds", {}).setdefault(
+            train_state.speed_key(cfg), {})[run.mode] = speed
+    show_speeds()
+
+
+def show_speeds():
+    """Eager vs tf.function: the last measured steps/s of each, same model and batch size."""
+    key = train_state.speed_key({"model": st.session_state.t_model,
+                                 "batch_size": st.session_state.t_batch})
+    speeds = st.session_state.get("speeds", {}).get(key, {})
+    st.markdown(f"#### Eager vs `tf.function` — {key[0]} model, batch {key[1]}")
+    s = st.columns([1, 1, 1, 3])
+    s[0].metric("Eager", f"{speeds['eager']:.1f} steps/s" if "eager" in speeds else "—")
+    s[1].metric("tf.function", f"{speeds['tf.function']:.1f} steps/s" if "tf.function" in speeds else "—")
+    if len(speeds) == 2:
+        s[2].metric("Speed-up", f"{speeds['tf.function'] / speeds['eager']:.1f}×")
+        s[3].caption("Eager mode runs every op from Python, one at a time; `tf.function` traces "
+                     "the step once into a graph that TensorFlow runs as a whole.")
+    else:
+        s[3].caption("Steps per second after the first few steps. Run the same model once with "
+                     "the `@tf.function` toggle off and once with it on to compare.")
+
+
+dashboard()

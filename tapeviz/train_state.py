@@ -1,0 +1,216 @@
+"""The training page's state, TF-free: one session's training run (started off the script
+thread, so a queued start never blocks the page) and its metrics stream folded into what
+the page shows: status, progress, speed, ETA, warnings, chart inputs.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+import weakref
+from typing import Optional
+
+WARM_UP_STEPS = 5      # left out of a run's speed: tf.function traces, caches fill
+RECENT_STEPS = 30      # the live steps/s is taken over this many recent steps
+MAX_POINTS = 1500      # per chart trace; longer histories are thinned for drawing only
+
+
+class Owner:
+    """One session's identity for the runner. When the session ends, Streamlit drops its
+    state, this object is freed, and the runner cancels the session's jobs."""
+
+    def __init__(self, runner):
+        self.id = f"train-{uuid.uuid4().hex}"
+        cancel = getattr(runner, "cancel", None)
+        if cancel is not None:
+            weakref.finalize(self, cancel, self.id)
+
+
+class Run:
+    """One training run: its config, the job once the runner hands it over (its place in the
+    queue meanwhile), and every record it sent, folded by kind."""
+
+    def __init__(self, runner, config: dict, owner_id: Optional[str] = None):
+        self.config = dict(config)
+        self.job = None
+        self.place: Optional[int] = None      # place in the runner's queue while waiting
+        self.failed: Optional[str] = None     # the runner itself failed to start the job
+        self.paused = False
+        self.start: Optional[dict] = None
+        self.steps: list = []
+        self.evals: list = []
+        self.warnings: list = []
+        self.predictions: Optional[dict] = None
+        self.done: Optional[dict] = None
+        self._runner, self._owner_id = runner, owner_id
+        threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
+
+    def _start(self) -> None:
+        try:
+            kwargs = {"owner": self._owner_id} if self._owner_id is not None else {}
+            self.job = self._runner.start_training(self.config, on_wait=self._queued, **kwargs)
+        except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
+            self.failed = f"{type(exc).__name__}: {exc}"
+        self.place = None
+
+    def _queued(self, place: int) -> None:
+        self.place = place
+
+    # -- the stream ----------------------------------------------------------------------
+    def poll(self) -> int:
+        """Fold in whatever arrived since the last poll; returns how many records."""
+        job = self.job
+        if job is None:
+            return 0
+        new = job.poll()
+        for record in new:
+            self.fold(record)
+        return len(new)
+
+    def fold(self, record: dict) -> None:
+        kind = record.get("type")
+        if kind == "step":
+            self.steps.append(record)
+        elif kind == "eval":
+            self.evals.append(record)
+        elif kind == "warning":
+            self.warnings.append(record)
+        elif kind == "predictions":
+            self.predictions = record
+        elif kind == "start":
+            self.start = record
+        elif kind == "done":
+            self.done = record
+
+    # -- commands ------------------------------------------------------------------------
+    def pause(self) -> None:
+        if self.job is not None and self.status == "running":
+            self.job.command("pause")
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.job is not None and self.paused:
+            self.job.command("resume")
+            self.paused = False
+
+    def cancel(self) -> None:
+        """End it now, queued or running (Reset, or a new Start)."""
+        if self._owner_id is not None and hasattr(self._runner, "cancel"):
+            self._runner.cancel(self._owner_id)
+        job = self.job
+        if job is not None and not job.done:
+            (getattr(job, "cancel", None) or job.stop)()
+
+    # -- what the page shows -------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """queued, starting, running, paused, finished, stopped, nan or failed."""
+        job = self.job
+        if self.failed:
+            return "failed"
+        if job is None:
+            return "queued" if self.place else "starting"
+        if job.done:
+            if self.done is not None:
+                return self.done.get("reason") or "finished"
+            return "failed"
+        if self.paused:
+            return "paused"
+        return "running" if self.steps else "starting"
+
+    @property
+    def live(self) -> bool:
+        """Whether the page should keep polling."""
+        return self.status in ("queued", "starting", "running")
+
+    @property
+    def error(self) -> Optional[str]:
+        if self.failed:
+            return self.failed
+        job = self.job
+        return getattr(job, "error", None) if job is not None else None
+
+    @property
+    def total_steps(self) -> Optional[int]:
+        if self.start:
+            return self.start.get("total_steps")
+        return self.steps[-1].get("total_steps") if self.steps else None
+
+    def progress(self) -> dict:
+        """step, total, fraction, epoch, epochs, steps_per_s (recent), eta_s."""
+        last = self.steps[-1] if self.steps else {}
+        total = self.total_steps or 0
+        step = last.get("step", 0)
+        rate = recent_rate(self.steps)
+        eta = (total - step) / rate if rate and total else None
+        if self.status not in ("running", "paused", "starting"):
+            eta = None
+        return {"step": step, "total": total, "fraction": min(1.0, step / total) if total else 0.0,
+                "epoch": last.get("epoch", 0), "epochs": (self.start or {}).get("epochs")
+                or self.config.get("epochs"), "steps_per_s": rate, "eta_s": eta}
+
+    def speed(self) -> Optional[float]:
+        """Steps/s after the warm-up steps: what eager vs tf.function compares."""
+        return steady_rate(self.steps)
+
+    @property
+    def mode(self) -> str:
+        return "tf.function" if self.config.get("use_tf_function") else "eager"
+
+
+def recent_rate(steps: list, window: int = RECENT_STEPS) -> Optional[float]:
+    """Steps/s over the last `window` steps (training time: evaluations and pauses are not in
+    `elapsed_s`), or the run's own average while it has too few."""
+    if len(steps) < 2:
+        return steps[-1].get("steps_per_s") or None if steps else None
+    a, b = steps[max(0, len(steps) - 1 - window)], steps[-1]
+    return _rate(a, b) or b.get("steps_per_s") or None
+
+
+def steady_rate(steps: list, warm_up: int = WARM_UP_STEPS) -> Optional[float]:
+    if len(steps) < warm_up + 2:
+        return None
+    return _rate(steps[warm_up], steps[-1])
+
+
+def _rate(a: dict, b: dict) -> Optional[float]:
+    dt = b.get("elapsed_s", 0) - a.get("elapsed_s", 0)
+    return (b["step"] - a["step"]) / dt if dt > 0 else None
+
+
+def thin(records: list, max_points: int = MAX_POINTS) -> list:
+    """Every k-th record, and always the last, so a long run draws as fast as a short one."""
+    if len(records) <= max_points:
+        return records
+    k = math.ceil(len(records) / max_points)
+    kept = records[::k]
+    if kept[-1] is not records[-1]:
+        kept.append(records[-1])
+    return kept
+
+
+def duration(seconds: Optional[float]) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def warning_text(warning: dict) -> str:
+    """A gradient or loss warning in plain words, naming the layer and the step."""
+    kind, layer, step = warning.get("kind"), warning.get("layer"), warning.get("step")
+    what = {"vanishing": "Vanishing gradients", "exploding": "Exploding gradients",
+            "nan": "NaN"}.get(kind, str(kind).capitalize())
+    where = f"in layer **{layer}**" if layer else "in the **loss**"
+    return f"**{what} {where} at step {step}:** {warning.get('message', '')}."
+
+
+def speed_key(config: dict) -> tuple:
+    """Speeds compare only like with like: the same model and batch size."""
+    return (config.get("model"), int(config.get("batch_size") or 0))
