@@ -165,8 +165,8 @@ def load_user_path(path) -> Digits:
     return load_idx_dir(path)
 
 
-def load_keras_cache(home=None) -> Digits:
-    cache = Path(home) / ".keras/datasets/mnist.npz" if home else KERAS_CACHE.expanduser()
+def load_keras_cache() -> Digits:
+    cache = KERAS_CACHE.expanduser()  # expanded per call: $HOME may change (tests, workers)
     if not cache.is_file():
         raise FileNotFoundError(f"no Keras cache at {cache}")
     return load_npz(cache, source=f"Keras cache {cache}")
@@ -205,7 +205,10 @@ def load_mnist(data_dir=None, upload: Optional[bytes] = None, download: bool = T
                download_timeout: float = 10.0) -> Digits:
     """Try, in order: the user's path (argument, else $TAPEVIZ_MNIST_DIR), the Keras cache,
     Keras's download, an uploaded npz, scikit-learn's digits. The first that works wins;
-    `notes` on the result says why each earlier one was passed over."""
+    `notes` on the result says why each earlier one was passed over.
+
+    The download step imports TensorFlow: the Streamlit process passes download=False.
+    """
     user_path = data_dir or os.environ.get(ENV_DIR)
     steps = []
     if user_path:
