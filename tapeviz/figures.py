@@ -56,11 +56,10 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         carried = [(u, v) for u, v in G.edges if _carries(flow.get(u)) and _carries(flow.get(v))]
         fig.add_trace(_edges(G, pos, carried, "gradient path", FLOW_EDGE, 2.5))
         scale = _log_range(flow)
-    column = {x: k for k, x in enumerate(sorted({x for x, _ in pos.values()}))}
     for category in CATEGORIES:
         nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in pos]
         if nodes:
-            fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large, column))
+            fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large))
             if flow is not None:
                 fig.add_trace(_legend_entry(STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
     if scale is not None:
@@ -82,6 +81,7 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         xaxis=dict(visible=False, range=_padded([x for x, _ in pos.values()])),
         yaxis=dict(visible=False, range=_padded([y for _, y in pos.values()])),
     )
+    _stagger_labels(fig)
     return fig
 
 
@@ -101,8 +101,8 @@ def _edges(G: nx.DiGraph, pos: dict, edges, name: str, colour: str, width: float
                         hoverinfo="skip", showlegend=False)
 
 
-def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale, large: bool,
-                column: dict) -> go.Scattergl:
+def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale,
+                large: bool) -> go.Scattergl:
     name, symbol, colour = STYLE[category]
     data = [G.nodes[n] for n in nodes]
     size = SIZE.get(data[0].get("kind"), SIZE["tensor"]) * (0.5 if large else 1)
@@ -121,8 +121,6 @@ def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scal
         # in flow mode the legend comes from neutral, point-less entries instead.
         showlegend=flow is None,
         text=[_clip(d.get("label", "")) for d in data] if labelled else None,
-        # Labels of neighbouring columns alternate above and below so long ones do not collide.
-        textposition=[("top center", "bottom center")[column.get(x, 0) % 2] for x in xs],
         textfont=dict(size=LABEL_FONT, color="#222222"),
         marker=dict(symbol=symbol, size=size, color=colour, line=dict(color="white", width=1)),
         hovertext=hover, hoverinfo="text", customdata=nodes,
@@ -231,3 +229,37 @@ def _norm_line(norm) -> str:
     if norm != norm or math.isinf(norm):
         return f"‖∂target/∂x‖ = {norm} ⚠"
     return f"‖∂target/∂x‖ = {norm:.4g}"
+
+
+def _stagger_labels(fig, width_px: float = 600.0, char_px: float = 9.5) -> None:
+    """Put each text label above or below its node, whichever keeps it off its row neighbours',
+    and shorten a label (full text on hover) when neither side has room.
+
+    Layers sit one unit apart and a layer name is often wider than that; plotly does not
+    move labels apart by itself. Greedy, left to right along each row of nodes.
+    """
+    labelled = [tr for tr in fig.data if tr.text is not None and tr.x is not None]
+    xs = [x for tr in labelled for x in tr.x if x is not None]
+    if not xs:
+        return
+    unit = char_px * (max(xs) - min(xs) + 1.0) / width_px     # one character, in x units
+    points = sorted((round(y, 6), x, k, j) for k, tr in enumerate(labelled)
+                    for j, (x, y) in enumerate(zip(tr.x, tr.y)) if x is not None)
+    texts = [[str(t or "") for t in tr.text] for tr in labelled]
+    places = [["top center"] * len(tr.x) for tr in labelled]
+    ends: dict = {}    # (row, position) -> right end of the last label placed there
+    for y, x, k, j in points:
+        text = texts[k][j]
+        if not text:
+            continue
+        room = {pos: x - ends.get((y, pos), -float("inf")) for pos in ("top center", "bottom center")}
+        fits = [pos for pos in room if room[pos] >= len(text) * unit / 2]
+        best = fits[0] if fits else max(room, key=room.get)
+        if not fits:
+            chars = max(4, int(2 * room[best] / unit) - 1)
+            texts[k][j] = text[:chars - 1] + "…" if chars < len(text) else text
+        places[k][j] = best
+        ends[(y, best)] = x + len(texts[k][j]) * unit / 2 + unit
+    for tr, place, text in zip(labelled, places, texts):
+        tr.textposition = place
+        tr.text = text

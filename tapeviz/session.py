@@ -54,40 +54,5 @@ def figure(G, pos, run_id: int, key: tuple, **kwargs):
     if cached is not None and cached[0] == (run_id, key):
         return cached[1]
     fig = figures.op_graph(G, pos, **kwargs)
-    _stagger_labels(fig)
     st.session_state["_figure"] = ((run_id, key), fig)
     return fig
-
-
-def _stagger_labels(fig, width_px: float = 600.0, char_px: float = 9.5) -> None:
-    """Put each text label above or below its node, whichever keeps it off its row neighbours',
-    and shorten a label (full text on hover) when neither side has room.
-
-    Layers sit one unit apart and a layer name is often wider than that; plotly does not
-    move labels apart by itself. Greedy, left to right along each row of nodes.
-    """
-    labelled = [tr for tr in fig.data if tr.text is not None and tr.x is not None]
-    xs = [x for tr in labelled for x in tr.x if x is not None]
-    if not xs:
-        return
-    unit = char_px * (max(xs) - min(xs) + 1.0) / width_px     # one character, in x units
-    points = sorted((round(y, 6), x, k, j) for k, tr in enumerate(labelled)
-                    for j, (x, y) in enumerate(zip(tr.x, tr.y)) if x is not None)
-    texts = [[str(t or "") for t in tr.text] for tr in labelled]
-    places = [["top center"] * len(tr.x) for tr in labelled]
-    ends: dict = {}    # (row, position) -> right end of the last label placed there
-    for y, x, k, j in points:
-        text = texts[k][j]
-        if not text:
-            continue
-        room = {pos: x - ends.get((y, pos), -float("inf")) for pos in ("top center", "bottom center")}
-        fits = [pos for pos in room if room[pos] >= len(text) * unit / 2]
-        best = fits[0] if fits else max(room, key=room.get)
-        if not fits:
-            chars = max(4, int(2 * room[best] / unit) - 1)
-            texts[k][j] = text[:chars - 1] + "…" if chars < len(text) else text
-        places[k][j] = best
-        ends[(y, best)] = x + len(texts[k][j]) * unit / 2 + unit
-    for tr, place, text in zip(labelled, places, texts):
-        tr.textposition = place
-        tr.text = text

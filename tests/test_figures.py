@@ -167,3 +167,16 @@ def test_flow_legend_tells_categories_by_shape_not_gradient_colour():
     swatches = {tr.name: tr.marker.color for tr in shown}
     assert swatches["variables"] == swatches["forward ops"] == figures.LEGEND_SHAPE
     assert swatches["no gradient"] == figures.NO_GRADIENT
+
+
+def test_long_labels_on_one_row_do_not_overlap():
+    import networkx as nx
+    G = nx.DiGraph()
+    for k in range(3):
+        G.add_node(f"n{k}", kind="op", category="forward_op", label=f"sparse_categorical_crossentropy_{k}", hover="")
+    pos = {f"n{k}": (float(k), 0.0) for k in range(3)}
+    (trace,) = node_traces(figures.op_graph(G, pos))
+    places = list(trace.textposition)
+    # neighbours alternate above and below, and a label that fits nowhere is shortened
+    assert places[0] != places[1]
+    assert any(t.endswith("…") for t in trace.text) or places[1] != places[2]
