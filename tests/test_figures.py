@@ -21,6 +21,11 @@ def lines(fig):
     return [tr for tr in fig.data if tr.mode == "lines"]
 
 
+def gaps(trace):
+    """Segments in an edge trace: they are separated by NaN gaps."""
+    return sum(1 for v in trace.x if v != v)
+
+
 def node_traces(fig):
     return [tr for tr in fig.data if tr.mode != "lines" and tr.customdata is not None and tr.name != "selected"]
 
@@ -29,7 +34,7 @@ def test_one_edge_trace_holds_every_edge():
     rec, _ = wxb()
     G, fig = draw(rec, tape=1)
     (edges,) = lines(fig)
-    assert list(edges.x).count(None) == G.number_of_edges()
+    assert gaps(edges) == G.number_of_edges()
 
 
 def test_one_trace_per_category_with_the_node_ids():
@@ -61,13 +66,15 @@ def test_flow_colours_nodes_and_shows_a_colour_bar():
     bars = [tr for tr in fig.data if tr.marker is not None and tr.marker.showscale]
     assert len(bars) == 1 and bars[0].marker.colorscale
     colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
-    assert colours[graph.tensor_node(ids["u"])] == figures.NO_GRADIENT     # the branch the gradient skips
-    assert colours[graph.tensor_node(ids["w"])] != colours[graph.tensor_node(ids["z"])]  # 3.0 vs 1.0
-    assert colours[graph.tensor_node(ids["w"])].startswith("rgb")
+    assert colours[graph.tensor_node(ids["u"])] == figures.NO_GRADIENT_AT  # the branch the gradient skips
+    w, z = colours[graph.tensor_node(ids["w"])], colours[graph.tensor_node(ids["z"])]
+    assert figures.SCALE_LOW <= z < w <= figures.SCALE_HIGH              # |dz/dw| = 3 > |dz/dz| = 1
+    scale = node_traces(fig)[0].marker.colorscale     # the numbers' colours: grey, Viridis, red
+    assert scale[0][1] == figures.NO_GRADIENT and scale[-1][1] == figures.NON_FINITE
     # the base edges grey out and the path is drawn again on top
     base, path = lines(fig)
     assert base.line.color == figures.NO_GRADIENT
-    assert path.x.count(None) == 5    # w->Mul->wx->Add->z and b->Add; not x, which is not watched
+    assert gaps(path) == 5    # w->Mul->wx->Add->z and b->Add; not x, which is not watched
 
 
 def test_zero_and_non_finite_norms_stand_apart():
@@ -78,9 +85,10 @@ def test_zero_and_non_finite_norms_stand_apart():
     G = graph.build(rec, tape=1)
     fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
     colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
-    assert colours[graph.tensor_node(ids["w"])] == colours[graph.tensor_node(ids["wx"])] == figures.NON_FINITE
-    assert colours[graph.tensor_node(ids["b"])] == figures.NO_GRADIENT
-    assert colours[graph.tensor_node(ids["z"])].startswith("rgb")
+    assert colours[graph.tensor_node(ids["w"])] == colours[graph.tensor_node(ids["wx"])] \
+        == figures.NON_FINITE_AT
+    assert colours[graph.tensor_node(ids["b"])] == figures.NO_GRADIENT_AT
+    assert figures.SCALE_LOW <= colours[graph.tensor_node(ids["z"])] <= figures.SCALE_HIGH
     hover = {n: h for tr in node_traces(fig) for n, h in zip(tr.customdata, tr.hovertext)}
     assert "nan" in hover[graph.tensor_node(ids["w"])]
 
