@@ -21,6 +21,7 @@ _LIMITS = {
     "file_size_bytes": resource.RLIMIT_FSIZE,
     "processes": resource.RLIMIT_NPROC,
 }
+_PR_SET_NO_NEW_PRIVS = 38
 
 
 class Channel:
@@ -71,11 +72,45 @@ def apply_limits(limits: dict) -> None:
             resource.setrlimit(which, (cap, cap))
 
 
-def main() -> int:
+def drop_privileges(uid: int) -> None:
+    """Become `uid` (hosted mode, when started as root): the kernel's process limit then
+    counts this worker's processes alone, and it can neither signal the server nor write
+    the server's files. glibc applies setuid to every thread TensorFlow has started."""
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    try:                          # no set-uid program can give the privileges back
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def usage() -> dict:
+    """Peak address space and resident memory, and threads: what the limits are set from."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmPeak", "VmHWM", "Threads"):
+                    out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    uid = int(argv[argv.index("--uid") + 1]) if "--uid" in argv else None
     channel = Channel()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from . import recorder        # the expensive part: TensorFlow's import, done before any job
-    channel.send({"type": "ready", "pid": os.getpid()})
+    if uid is not None and os.getuid() == 0:
+        drop_privileges(uid)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # no core files from a crash
+    me = os.getpid()
+    channel.send({"type": "ready", "pid": me})
     line = sys.stdin.readline()
     if not line:
         return 0
@@ -86,12 +121,14 @@ def main() -> int:
                               timeout=job.get("timeout"),
                               max_ops=job.get("max_ops", recorder.DEFAULT_MAX_OPS),
                               max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT))
-        channel.send({"type": "recording", "recording": rec.to_dict()})
+        if os.getpid() != me:     # a child the program forked ran to here: it says nothing
+            os._exit(0)
+        channel.send({"type": "recording", "recording": rec.to_dict(), "usage": usage()})
     elif job["kind"] == "train":
         from . import training
         training.run(job["config"], emit=lambda m: channel.send({"type": "metric", "metric": m}),
                      commands=Commands(sys.stdin))
-        channel.send({"type": "done"})
+        channel.send({"type": "done", "usage": usage()})
     else:
         channel.send({"type": "error", "message": f"unknown job kind {job['kind']!r}"})
         return 2

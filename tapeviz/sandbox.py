@@ -1,0 +1,246 @@
+"""Hosted mode's walls around a worker: the bubblewrap (`bwrap`) command line, the user id a
+worker runs as, and the clean-up of everything a worker left running. No TensorFlow here.
+
+Inside bwrap a worker has no network, a read-only view of the system and of Python, the
+tapeviz package at a neutral path, its own process and IPC namespaces, and one writable
+directory: its fresh temporary working directory. Nothing of the app's own files is there.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Iterable, Optional
+
+PACKAGE_DIR = Path(__file__).resolve().parent       # the tapeviz package itself
+APP_ROOT = PACKAGE_DIR.parent                        # the repository / app directory
+SANDBOX_PACKAGE_ROOT = "/opt/tapeviz"                # where the package appears inside bwrap
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Harmless system files some libraries look for (dynamic loader cache, Debian's alternatives).
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+                "/etc/localtime")
+
+# Each hosted worker runs as its own unprivileged uid (when the server is root), so that the
+# kernel's per-user process limit bounds that worker alone, and a kill by uid reaches every
+# process it started, even ones that left its process group.
+UID_BASE = int(os.environ.get("TAPEVIZ_UID_BASE", 61000))
+UID_COUNT = 1000
+
+
+def _python_dirs() -> list:
+    """The directories the interpreter and its packages live in (what a worker must read)."""
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    try:
+        candidates += site.getsitepackages()
+    except AttributeError:      # some virtualenvs' old site.py
+        pass
+    candidates += [p for p in sys.path if p]
+    app = str(APP_ROOT)
+    out = []
+    for path in candidates:
+        path = os.path.realpath(path)
+        if not os.path.isdir(path) or path == "/":
+            continue
+        # Never the app's own directory (or one above it): only the package is shown, below.
+        if path == app or app.startswith(path + os.sep) or path.startswith(app + os.sep):
+            continue
+        out.append(path)
+    return _outermost(out)
+
+
+def _outermost(paths: Iterable[str]) -> list:
+    """Drop paths inside another listed path, and the system dirs bound anyway."""
+    keep = []
+    for path in sorted(set(paths), key=len):
+        roots = keep + [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            continue
+        keep.append(path)
+    return keep
+
+
+def _dirs_for(dest: str, made: set) -> list:
+    """`--dir` arguments (mode 0755) for the ancestors of `dest` inside the sandbox. bwrap
+    would otherwise copy the host's modes, and /root is 0700: an unprivileged worker could
+    not reach a Python installed under it."""
+    args = []
+    parts = Path(dest).parts[1:-1]
+    path = ""
+    for part in parts:
+        path += "/" + part
+        if path in made or any(path == d for d in SYSTEM_DIRS):
+            continue
+        made.add(path)
+        args += ["--perms", "0755", "--dir", path]
+    return args
+
+
+SANDBOX_MNIST_DIR = "/opt/mnist"
+
+
+def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
+               mnist_dir: Optional[str] = None) -> list:
+    """The full bwrap command line that runs `command` in the sandbox. `mnist_dir` (the
+    server's $TAPEVIZ_MNIST_DIR) is shown read-only at /opt/mnist: a sandboxed training
+    job has no network to download MNIST with."""
+    args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "tapeviz"]
+    made: set = set()
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    for f in SYSTEM_FILES:
+        if os.path.exists(f):
+            args += _dirs_for(f, made) + ["--ro-bind", f, f]
+    for d in _python_dirs():
+        args += _dirs_for(d, made) + ["--ro-bind", d, d]
+    package_dest = f"{SANDBOX_PACKAGE_ROOT}/tapeviz"
+    args += _dirs_for(package_dest, made) + ["--ro-bind", str(PACKAGE_DIR), package_dest]
+    if mnist_dir and os.path.exists(mnist_dir):
+        args += _dirs_for(SANDBOX_MNIST_DIR, made) + [
+            "--ro-bind", os.path.realpath(mnist_dir), SANDBOX_MNIST_DIR]
+        env = dict(env, TAPEVIZ_MNIST_DIR=SANDBOX_MNIST_DIR)
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(64 * 2**20), "--tmpfs", "/dev/shm"]
+    args += _dirs_for(workdir, made) + ["--bind", workdir, workdir, "--chdir", workdir]
+    args += ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args + ["--"] + list(command)
+
+
+_probe_lock = threading.Lock()
+_probe_result: dict = {}
+
+
+def find_bwrap() -> Optional[str]:
+    return shutil.which("bwrap")
+
+
+def probe(bwrap: Optional[str] = None) -> tuple:
+    """(True, "") when bwrap can build our sandbox on this machine, else (False, why).
+
+    Run once per process: a container without the right privileges has bwrap installed
+    and still cannot create namespaces."""
+    bwrap = bwrap or find_bwrap()
+    if not bwrap:
+        return False, "bubblewrap (bwrap) is not installed"
+    with _probe_lock:
+        if bwrap not in _probe_result:
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="tapeviz-probe-") as tmp:
+                cmd = bwrap_args(bwrap, tmp, {"PATH": "/usr/bin:/bin"},
+                                 [sys.executable, "-c", "print('ok')"])
+                try:
+                    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+                    ok = done.returncode == 0 and done.stdout.strip() == "ok"
+                    why = "" if ok else (done.stderr.strip().splitlines() or ["failed"])[-1]
+                except (OSError, subprocess.SubprocessError) as e:
+                    ok, why = False, f"{type(e).__name__}: {e}"
+            _probe_result[bwrap] = (ok, why and f"bwrap cannot run here ({why})")
+        return _probe_result[bwrap]
+
+
+class UidPool:
+    """Unprivileged uids handed to workers one each; only when the server runs as root.
+
+    A uid is claimed with an flock on a file named after it, so that two Runners, in this
+    process or in another tapeviz server on the machine, never hand out the same uid (and
+    never kill each other's workers when they clean a uid up)."""
+
+    LOCK_DIR = Path(os.environ.get("TAPEVIZ_UID_LOCK_DIR", "/run/tapeviz-uids"))
+
+    def __init__(self, base: int = UID_BASE, count: int = UID_COUNT):
+        self.base, self.count = base, count
+        self._held: dict = {}
+        self._lock = threading.Lock()
+        self._next = 0
+
+    @staticmethod
+    def available() -> bool:
+        return os.geteuid() == 0
+
+    def _lock_dir(self) -> Path:
+        try:
+            self.LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return self.LOCK_DIR
+        except OSError:
+            import tempfile
+            fallback = Path(tempfile.gettempdir()) / "tapeviz-uids"
+            fallback.mkdir(mode=0o700, exist_ok=True)
+            return fallback
+
+    def take(self) -> Optional[int]:
+        if not self.available():
+            return None
+        import fcntl
+        folder = self._lock_dir()
+        with self._lock:
+            for i in range(self.count):
+                uid = self.base + (self._next + i) % self.count
+                if uid in self._held:
+                    continue
+                fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue
+                self._held[uid] = fd
+                self._next = (self._next + i + 1) % self.count
+                kill_uid(uid)          # whatever a crashed server left running as this uid
+                return uid
+            return None
+
+    def give_back(self, uid: Optional[int]) -> None:
+        if uid is None:
+            return
+        kill_uid(uid)
+        with self._lock:
+            fd = self._held.pop(uid, None)
+        if fd is not None:
+            os.close(fd)              # releases the flock
+
+
+def processes_of(uid: int) -> list:
+    """Pids whose real uid is `uid` (read from /proc; no psutil needed)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"State:") and line.split()[1] in (b"Z", b"X"):
+                        break            # already dead, waiting to be reaped
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            pids.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return pids
+
+
+def kill_uid(uid: int, rounds: int = 20) -> None:
+    """SIGKILL every process of `uid`; repeat while a fork bomb still makes new ones."""
+    if uid is None or uid < 1000:
+        return
+    for _ in range(rounds):
+        pids = processes_of(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
