@@ -6,15 +6,19 @@ import streamlit as st
 
 from tapeviz import data, session, train_figures, train_state
 
-POLL_S = 0.75            # how often the live part of the page asks the worker for news
+POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 MODELS = {"guide": "Eager guide's CNN (learns slowly)",
           "lenet": "LeNet-style CNN (~97% after 1 epoch)"}
 RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0]
 DIGITS = {2_000: "2,000", 5_000: "5,000", 10_000: "10,000", 20_000: "20,000", None: "all"}
 EVALS = {25: "every 25 steps", 50: "every 50 steps", 100: "every 100 steps", 0: "each epoch only"}
-STATUS = {"queued": "⏳ Queued", "starting": "⏳ Starting the worker and loading the digits…",
-          "running": "▶ Training", "paused": "⏸ Paused", "finished": "✅ Finished",
-          "stopped": "⏹ Stopped", "nan": "⛔ Stopped: the loss became NaN", "failed": "❌ Failed"}
+# Material icons: they come with Streamlit, where emoji need a font the machine may lack.
+STATUS = {"queued": ":material/hourglass_top: Queued",
+          "starting": ":material/hourglass_top: Starting a worker and loading the digits…",
+          "running": ":material/play_arrow: Training", "paused": ":material/pause: Paused",
+          "finished": ":green[:material/check_circle: Finished]", "stopped": ":material/stop: Stopped",
+          "nan": ":red[:material/error: Stopped: the loss became NaN]",
+          "failed": ":red[:material/error: Failed]"}
 
 st.html("<style>.block-container {padding-top: 3.5rem; max-width: 100%;}</style>")
 
@@ -27,8 +31,7 @@ def owner_id():
 
 
 def start():
-    if (old := st.session_state.pop("train_run", None)) is not None:
-        old.cancel()
+    reset()
     s = st.session_state
     config = {"model": s.t_model, "epochs": int(s.t_epochs), "batch_size": int(s.t_batch),
               "learning_rate": float(s.t_lr), "limit": s.t_digits, "eval_every": int(s.t_eval),
@@ -38,9 +41,19 @@ def start():
     s.train_run = train_state.Run(session.runner(), config, owner_id())
 
 
+def figure(name, version, build):
+    """A chart rebuilt only when its data changed: on a 2-core laptop the page's own CPU time
+    is taken from training (the prediction grid alone costs ~0.2 s to build)."""
+    memo = st.session_state.setdefault("_train_figures", {})
+    if name not in memo or memo[name][0] != version:
+        memo[name] = (version, build())
+    return memo[name][1]
+
+
 def reset():
     if (old := st.session_state.pop("train_run", None)) is not None:
         old.cancel()
+    st.session_state.pop("_train_figures", None)
 
 
 def check_upload():
@@ -79,8 +92,9 @@ c[4].selectbox("Digits used", list(DIGITS), index=2, format_func=DIGITS.get, key
 c[5].selectbox("Held-out accuracy", list(EVALS), index=1, format_func=EVALS.get, key="t_eval")
 with c[6]:
     st.write("")
-    st.toggle("Train step in `@tf.function`", key="t_tf_function",
-              help="Eager runs each op from Python; tf.function traces the step once into a graph.")
+    st.toggle("`@tf.function`", key="t_tf_function",
+              help="Run the train step under @tf.function. Eager runs each op from Python; "
+                   "tf.function traces the step once into a graph.")
 
 with st.expander("Where the digits come from"):
     st.markdown(
@@ -99,23 +113,23 @@ live_when_drawn = bool(run and run.live)
 
 @st.fragment(run_every=POLL_S if live_when_drawn else None)
 def dashboard():
-    run = st.session_state.get("train_run")
+    run = st.session_state.get("train_run")     # its own thread folds the worker's records in
     if run is not None:
-        run.poll()
+        run.touch()
     if bool(run and run.live) != live_when_drawn:
         st.rerun()                  # start or stop the periodic redraw
     status = run.status if run else None
 
     b = st.columns([1.2, 1, 1, 1, 1.8, 4], vertical_alignment="center")
-    b[0].button("▶ Start", type="primary", on_click=start, width="stretch",
+    b[0].button("Start", icon=":material/play_arrow:", type="primary", on_click=start, width="stretch",
                 disabled=status in ("queued", "starting", "running", "paused"),
                 help="A new run with the settings above.")
-    b[1].button("⏸ Stop", on_click=lambda: run.pause(), width="stretch", disabled=status != "running",
+    b[1].button("Stop", icon=":material/pause:", on_click=lambda: run.pause(), width="stretch", disabled=status != "running",
                 help="Pause the run; Resume carries on where it stopped, history and all.")
-    b[2].button("⏵ Resume", on_click=lambda: run.resume(), width="stretch", disabled=status != "paused")
-    b[3].button("↺ Reset", on_click=reset, width="stretch", disabled=run is None,
+    b[2].button("Resume", icon=":material/resume:", on_click=lambda: run.resume(), width="stretch", disabled=status != "paused")
+    b[3].button("Reset", icon=":material/restart_alt:", on_click=reset, width="stretch", disabled=run is None,
                 help="End this run and clear its charts.")
-    inspect = b[4].button("🔍 Inspect this step", width="stretch", disabled=not (run and run.start),
+    inspect = b[4].button("Inspect this step", icon=":material/search:", width="stretch", disabled=not (run and run.start),
                           help="Record one training step of this model with the recorder and "
                                "show its tape on the debugger page, grouped by layer.")
     if inspect:
@@ -159,11 +173,18 @@ def dashboard():
         (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
 
     steps = train_state.thin(run.steps)
+    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
     left, right = st.columns(2)
-    left.plotly_chart(train_figures.loss_figure(steps), key="loss_chart", height=380)
-    right.plotly_chart(train_figures.accuracy_figure(run.evals), key="accuracy_chart", height=380)
-    left.plotly_chart(train_figures.grad_norm_figure(steps, run.warnings), key="grad_chart", height=460)
-    right.plotly_chart(train_figures.prediction_grid(run.predictions), key="prediction_chart")
+    left.plotly_chart(figure("loss", n, lambda: train_figures.loss_figure(steps)), key="loss_chart",
+                      height=380)
+    right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
+                              lambda: train_figures.accuracy_figure(run.evals)),
+                       key="accuracy_chart", height=380)
+    left.plotly_chart(figure("grad", (n, k), lambda: train_figures.grad_norm_figure(steps, run.warnings)),
+                      key="grad_chart", height=460)
+    right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),
+                              lambda: train_figures.prediction_grid(run.predictions)),
+                       key="prediction_chart")
 
     if (speed := run.speed()) is not None:
         st.session_state.setdefault("speeds", {}).setdefault(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import uuid
 import weakref
 from typing import Optional
@@ -13,6 +14,9 @@ from typing import Optional
 WARM_UP_STEPS = 5      # left out of a run's speed: tf.function traces, caches fill
 RECENT_STEPS = 30      # the live steps/s is taken over this many recent steps
 MAX_POINTS = 1500      # per chart trace; longer histories are thinned for drawing only
+POLL_S = 0.2           # the run's own thread reads the worker's records this often
+ABANDONED_S = 120.0    # a training run no page has looked at for this long is ended: a closed
+                       # tab (a background tab still redraws at least once a minute)
 
 
 class Owner:
@@ -28,7 +32,11 @@ class Owner:
 
 class Run:
     """One training run: its config, the job once the runner hands it over (its place in the
-    queue meanwhile), and every record it sent, folded by kind."""
+    queue meanwhile), and every record it sent, folded by kind.
+
+    Its own thread starts the job and then polls it, so that a finished run gives its
+    training slot back even when no page is looking (a closed tab); the page only reads.
+    """
 
     def __init__(self, runner, config: dict, owner_id: Optional[str] = None):
         self.config = dict(config)
@@ -42,23 +50,34 @@ class Run:
         self.warnings: list = []
         self.predictions: Optional[dict] = None
         self.done: Optional[dict] = None
+        self.seen = time.monotonic()          # when a page last showed it (see `touch`)
         self._runner, self._owner_id = runner, owner_id
         threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
 
     def _start(self) -> None:
         try:
-            kwargs = {"owner": self._owner_id} if self._owner_id is not None else {}
+            # A runner without owners (no `cancel`) cannot end a session's jobs for it.
+            owned = self._owner_id is not None and hasattr(self._runner, "cancel")
+            kwargs = {"owner": self._owner_id} if owned else {}
             self.job = self._runner.start_training(self.config, on_wait=self._queued, **kwargs)
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
         self.place = None
+        while self.job is not None and not self.job.done:
+            self.poll()
+            if not self.paused and time.monotonic() - self.seen > ABANDONED_S:
+                _end(self.job)        # nobody is watching: give the worker to someone who is
+            time.sleep(POLL_S)
+        if self.job is not None:
+            self.poll()
 
     def _queued(self, place: int) -> None:
         self.place = place
 
     # -- the stream ----------------------------------------------------------------------
     def poll(self) -> int:
-        """Fold in whatever arrived since the last poll; returns how many records."""
+        """Fold in whatever arrived since the last poll; returns how many records. Only the
+        run's own thread calls this, so records are folded in the order they came."""
         job = self.job
         if job is None:
             return 0
@@ -82,6 +101,10 @@ class Run:
         elif kind == "done":
             self.done = record
 
+    def touch(self) -> None:
+        """The page shows this run: keep it alive."""
+        self.seen = time.monotonic()
+
     # -- commands ------------------------------------------------------------------------
     def pause(self) -> None:
         if self.job is not None and self.status == "running":
@@ -97,9 +120,8 @@ class Run:
         """End it now, queued or running (Reset, or a new Start)."""
         if self._owner_id is not None and hasattr(self._runner, "cancel"):
             self._runner.cancel(self._owner_id)
-        job = self.job
-        if job is not None and not job.done:
-            (getattr(job, "cancel", None) or job.stop)()
+        if self.job is not None:
+            _end(self.job)
 
     # -- what the page shows -------------------------------------------------------------
     @property
@@ -113,7 +135,9 @@ class Run:
         if job.done:
             if self.done is not None:
                 return self.done.get("reason") or "finished"
-            return "failed"
+            if job.error:
+                return "failed"
+            # else the thread is still folding the last records in
         if self.paused:
             return "paused"
         return "running" if self.steps else "starting"
@@ -150,12 +174,18 @@ class Run:
                 or self.config.get("epochs"), "steps_per_s": rate, "eta_s": eta}
 
     def speed(self) -> Optional[float]:
-        """Steps/s after the warm-up steps: what eager vs tf.function compares."""
-        return steady_rate(self.steps)
+        """Steps/s over the later half of the run, what eager vs tf.function compares: the
+        first steps pay for tracing, and for the runner warming its next worker beside them."""
+        return steady_rate(self.steps, max(WARM_UP_STEPS, len(self.steps) // 2))
 
     @property
     def mode(self) -> str:
         return "tf.function" if self.config.get("use_tf_function") else "eager"
+
+
+def _end(job) -> None:
+    if not job.done:
+        (getattr(job, "cancel", None) or job.stop)()   # cancel kills at once; older runners stop
 
 
 def recent_rate(steps: list, window: int = RECENT_STEPS) -> Optional[float]:
