@@ -6,7 +6,7 @@ import streamlit as st
 HERE = Path(__file__).parent
 
 st.set_page_config(page_title="tapeviz", page_icon=":material/timeline:", layout="wide")
-pages = [st.Page(HERE / "pages" / "debugger.py", title="Tape debugger", icon=":material/account_tree:", default=True)]
-if (HERE / "pages" / "train.py").exists():   # the training page, when it is there
-    pages.append(st.Page(HERE / "pages" / "train.py", title="Train MNIST", icon=":material/monitoring:"))
+pages = [st.Page(HERE / "views" / "debugger.py", title="Tape debugger", icon=":material/account_tree:", default=True)]
+if (HERE / "views" / "train.py").exists():   # the training page, when it is there
+    pages.append(st.Page(HERE / "views" / "train.py", title="Train MNIST", icon=":material/monitoring:"))
 st.navigation(pages, position="top").run()

@@ -21,7 +21,7 @@ if SHARED_MNIST.is_dir():   # before any worker starts: workers inherit the envi
 def training_page(epochs=5):
     """The page with a small run set up: 2,000 digits, batches of 16 (100 steps an epoch)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.number_input(key="t_epochs").set_value(epochs)
     at.selectbox(key="t_batch").set_value(16)
     at.selectbox(key="t_digits").set_value(2000)

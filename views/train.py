@@ -136,7 +136,7 @@ def dashboard():
         st.session_state.update(source=run.start["step_program"], pending=True,
                                 after_run={"call": 0})   # open on the step's gradient flow
         st.session_state.pop("example", None)
-        st.switch_page("pages/debugger.py")
+        st.switch_page("views/debugger.py")
 
     if run is None:
         st.info("Choose a model and settings, then press **Start**. The loss, the held-out accuracy, "
