@@ -66,7 +66,9 @@ def accuracy_figure(evals: list) -> go.Figure:
 def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
     """Gradient norm of each trainable variable per step, log scale; warnings as lines."""
     fig = _base("Gradient norm per variable", "step", "gradient norm (log)")
-    fig.update_yaxes(type="log")
+    # One labelled tick per power of ten: plotly's default log ticks (2, 3, 5, ...) crowd
+    # together and are unreadable on a projector.
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", showexponent="all")
     if not steps:
         return _waiting(fig)
     x = [s["step"] for s in steps]
