@@ -63,7 +63,10 @@ class Config:
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S and _SANDBOX
-        override its limits."""
+        override its limits. In the app, Streamlit secrets named TAPEVIZ_* count too (the
+        environment wins)."""
+        if env is os.environ:
+            env = {**_streamlit_secrets(), **os.environ}
         mode = env.get("TAPEVIZ_MODE", "local").strip().lower() or "local"
         if mode == "hosted":
             # Measured: a worker peaks at 1.8 GiB of address space on the mnist_step example
@@ -82,6 +85,57 @@ class Config:
                    warm=int(env.get("TAPEVIZ_WARM", 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
+
+
+class _Spawner:
+    """Starts worker processes from one thread that lives as long as the server.
+
+    bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that
+    started it exits: a worker started from a short-lived thread (a Streamlit script run,
+    the pool-filling thread) would be SIGKILLed at a random moment."""
+
+    def __init__(self):
+        self._requests: queue.Queue = queue.Queue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def call(self, fn):
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="tapeviz-spawner",
+                                                daemon=True)
+                self._thread.start()
+        done, box = threading.Event(), {}
+        self._requests.put((fn, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _serve(self):
+        while True:
+            fn, box, done = self._requests.get()
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - handed back to the caller
+                box["error"] = e
+            finally:
+                done.set()
+
+
+_spawner = _Spawner()
+
+
+def _streamlit_secrets() -> dict:
+    """TAPEVIZ_* entries of st.secrets, when running inside a Streamlit app (never imports
+    Streamlit itself: the command line does not have it loaded)."""
+    st = sys.modules.get("streamlit")
+    if st is None:
+        return {}
+    try:
+        return {k: str(v) for k, v in st.secrets.items() if k.startswith("TAPEVIZ_")}
+    except Exception:  # noqa: BLE001 - no secrets file, or not in a script run: no secrets
+        return {}
 
 
 class Worker:
@@ -103,10 +157,10 @@ class Worker:
         if bwrap:
             command = sandbox.bwrap_args(bwrap, self.workdir, env, command,
                                          mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"))
-        self.proc = subprocess.Popen(
+        self.proc = _spawner.call(lambda: subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if config.hosted else None,
-            cwd=self.workdir, env=env, start_new_session=True)  # killpg reaches its children
+            cwd=self.workdir, env=env, start_new_session=True))  # killpg reaches its children
         self.messages: queue.Queue = queue.Queue()
         self.ready = threading.Event()   # set by its "ready" message, or when it is gone
         self._killed = False
