@@ -40,6 +40,7 @@ class Limits:
     max_ops: int = 20_000
     max_stdout: int = 100_000
     training_s: Optional[float] = None       # wall-clock bound on one training job
+    disk_bytes: Optional[int] = None         # the sandboxed working directory's size (tmpfs)
 
     def rlimits(self) -> dict:
         return {"cpu_s": self.cpu_s, "address_space_bytes": self.address_space_bytes,
@@ -62,9 +63,9 @@ class Config:
     @classmethod
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
-        _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S and _SANDBOX
-        override its limits. In the app, Streamlit secrets named TAPEVIZ_* count too (the
-        environment wins)."""
+        _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX and
+        _DISK_MB override its limits. In the app, Streamlit secrets named TAPEVIZ_* count
+        too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
         mode = env.get("TAPEVIZ_MODE", "local").strip().lower() or "local"
@@ -78,7 +79,8 @@ class Config:
                                                     * 2**30),
                             file_size_bytes=int(float(env.get("TAPEVIZ_FILE_MB", 16)) * 2**20),
                             processes=int(env.get("TAPEVIZ_PROCESSES", 48)),
-                            training_s=float(env.get("TAPEVIZ_TRAINING_S", 900)))
+                            training_s=float(env.get("TAPEVIZ_TRAINING_S", 900)),
+                            disk_bytes=int(float(env.get("TAPEVIZ_DISK_MB", 64)) * 2**20))
         else:
             limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)))
         return cls(mode=mode, workers=int(env.get("TAPEVIZ_WORKERS", 2)),
@@ -156,7 +158,8 @@ class Worker:
             command += ["--uid", str(self.uid)]
         if bwrap:
             command = sandbox.bwrap_args(bwrap, self.workdir, env, command,
-                                         mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"))
+                                         mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
+                                         disk_bytes=config.limits.disk_bytes)
         self.proc = _spawner.call(lambda: subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if config.hosted else None,

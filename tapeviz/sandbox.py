@@ -85,10 +85,11 @@ SANDBOX_MNIST_DIR = "/opt/mnist"
 
 
 def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
-               mnist_dir: Optional[str] = None) -> list:
+               mnist_dir: Optional[str] = None, disk_bytes: Optional[int] = None) -> list:
     """The full bwrap command line that runs `command` in the sandbox. `mnist_dir` (the
     server's $TAPEVIZ_MNIST_DIR) is shown read-only at /opt/mnist: a sandboxed training
-    job has no network to download MNIST with."""
+    job has no network to download MNIST with. With `disk_bytes`, the working directory is
+    a tmpfs of that size at the same path, so no program can fill the server's disk."""
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "tapeviz"]
@@ -111,7 +112,12 @@ def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
         env = dict(env, TAPEVIZ_MNIST_DIR=SANDBOX_MNIST_DIR)
     args += ["--proc", "/proc", "--dev", "/dev",
              "--perms", "1777", "--size", str(64 * 2**20), "--tmpfs", "/dev/shm"]
-    args += _dirs_for(workdir, made) + ["--bind", workdir, workdir, "--chdir", workdir]
+    args += _dirs_for(workdir, made)
+    if disk_bytes:
+        args += ["--perms", "1777", "--size", str(int(disk_bytes)), "--tmpfs", workdir]
+    else:
+        args += ["--bind", workdir, workdir]
+    args += ["--chdir", workdir]
     args += ["--clearenv"]
     for key, value in env.items():
         args += ["--setenv", key, value]

@@ -147,6 +147,15 @@ def test_a_file_bigger_than_the_file_size_limit_is_refused(pool):
 
 
 @needs_bwrap
+def test_many_files_cannot_fill_the_disk(pool):
+    chunk = 8 * 2**20                      # under the file-size limit, over the tmpfs in all
+    rec = pool.record("for i in range(100):\n"
+                      f"    open(f'f{{i}}.bin', 'wb').write(b'0' * {chunk})\n")
+    assert rec["error"]["type"] == "OSError" and "space" in rec["error"]["message"], rec["error"]
+    works(pool)
+
+
+@needs_bwrap
 def test_a_network_connection_fails(pool):
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
