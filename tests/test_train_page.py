@@ -45,7 +45,11 @@ def wait_for(at, condition, what, limit_s=TIMEOUT):
         assert not at.exception, at.exception
         run = at.session_state["train_run"]
         if condition(run):
-            return run
+            # The run's own thread fills it in the background: draw the page once more so
+            # that what it shows includes what the condition saw.
+            at.run()
+            assert not at.exception, at.exception
+            return at.session_state["train_run"]
         if time.monotonic() > deadline:
             pytest.fail(f"gave up waiting for {what}: status {run.status}, {len(run.steps)} steps, "
                         f"error {run.error}")
