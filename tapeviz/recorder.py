@@ -9,6 +9,7 @@ import contextlib
 import io
 import linecache
 import os
+import re
 import signal
 import threading
 import time
@@ -91,11 +92,22 @@ def _error(session: Session, exc: BaseException, filename: str, timeout: float) 
         err = Error(type(exc).__name__, f"{exc.msg}", exc.lineno)
     else:
         line = _user_line(exc.__traceback__, filename)
-        message = str(exc).strip() or type(exc).__name__
+        message = _plain_message(str(exc)) or type(exc).__name__
         err = Error(type(exc).__name__, message, line)
     text = lines[err.line - 1] if err.line and 0 < err.line <= len(lines) else ""
     err.hint = explain.error_hint(err.type, err.message, text)
     return err
+
+
+_TF_NOISE = re.compile(r"\{\{function_node [^}]*\}\}\s*")
+_TF_OP_TAIL = re.compile(r"\s*\[Op:(\w+)\](?:\s*name:\s*\S*)?\s*$")
+
+
+def _plain_message(message: str) -> str:
+    """An eager op's error without TF's internal routing: "... [Op:MatMul] name: " becomes
+    "... (in the MatMul op)" and the "{{function_node ...}}" prefix goes."""
+    message = _TF_NOISE.sub("", message.strip())
+    return _TF_OP_TAIL.sub(lambda m: f" (in the {m.group(1)} op)", message).strip()
 
 
 @contextlib.contextmanager

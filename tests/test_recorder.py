@@ -548,6 +548,14 @@ def test_learner_mistakes_get_a_hint(program, hint):
     assert rec.error.line == len(program.rstrip("\n").splitlines())
 
 
+def test_tf_error_messages_lose_tfs_internal_routing():
+    rec, _ = run_recorded("import tensorflow as tf\ny = tf.matmul(tf.ones((1, 2)), tf.ones((1, 2)))\n")
+    assert rec.error.type == "InvalidArgumentError"
+    assert rec.error.message.startswith("Matrix size-incompatible: In[0]: [1,2], In[1]: [1,2]")
+    assert rec.error.message.endswith("(in the MatMul op)")
+    assert "function_node" not in rec.error.message and "name:" not in rec.error.message
+
+
 def test_gradient_inside_a_persistent_tape_block_warns():
     program = src("""
         import tensorflow as tf
