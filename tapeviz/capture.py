@@ -34,7 +34,20 @@ _RESOURCE = tf.resource.as_datatype_enum
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
     tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
     tf.resource, tf.variant)}
-_FUNCTION_NAME = re.compile(r"^(?:__inference_)?(__forward_|__backward_)?(.*?)(?:_\d+)+$")
+_FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
+
+
+def function_call(op_type: str) -> tuple:
+    """(Python name, role) of a tf.function call op: TF names them "__inference_f_25",
+    "__forward_f_32" (the forward pass a tape will record) and
+    "__inference___backward_f_23_33" (its gradient). Role: inference/forward/backward."""
+    name, role = op_type, "inference"
+    if name.startswith("__inference_"):
+        name = name[len("__inference_"):]
+    for prefix in ("__forward_", "__backward_"):
+        if name.startswith(prefix):
+            name, role = name[len(prefix):], prefix.strip("_")
+    return _FUNCTION_SUFFIX.sub("", name) or op_type, role
 
 
 class _TapeState:
@@ -160,18 +173,9 @@ class Session:
         now = time.perf_counter()
         if isinstance(op_type, bytes):
             op_type = op_type.decode()
-        function = None
-        phase = BACKWARD if self.grad_depth else FORWARD
-        forward_function = False
-        if op_type.startswith("__"):
-            m = _FUNCTION_NAME.match(op_type)
-            if m:
-                function = m.group(2)
-                forward_function = m.group(1) == "__forward_"
-                if m.group(1) == "__backward_" or function.startswith("__backward_"):
-                    function = function.replace("__backward_", "")
-                    phase = BACKWARD
-                    function = _FUNCTION_NAME.match(function + "_0").group(2)
+        function, role = function_call(op_type) if op_type.startswith("__") else (None, None)
+        phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
+        forward_function = role == "forward"
         caller = sys._getframe(1)
         frame = self.user_frame(caller)
         line = frame.f_lineno if frame is not None else None
@@ -189,7 +193,7 @@ class Session:
         tapes = self.which_tapes(inputs, outputs, forward_function)
         scope = context.context().scope_name.rstrip("/") or None
         if op_type == "ReadVariableOp" and in_ids:
-            self.describe_variable(in_ids[0], outputs[0], scope, inputs[0])
+            self.describe_variable(in_ids[0], outputs[0], inputs[0])
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
                 self.grad_call if phase == BACKWARD else None)
@@ -223,7 +227,7 @@ class Session:
             self.next_op += 1
             handle_rid = self.tensor_id(handle, line)
             out = self.tensor_id(t, line, op_id)
-            self.describe_variable(handle_rid, t, None, handle)
+            self.describe_variable(handle_rid, t, handle)
             tapes = self.which_tapes([handle], [t], False)
             self.append_op(Op(op_id, "ReadVariableOp", [handle_rid], [out], line,
                               context.context().scope_name.rstrip("/") or None, tapes,
@@ -238,7 +242,7 @@ class Session:
                 self.compact()
         self.check_numerics(op)
 
-    def describe_variable(self, handle_rid, value, scope, handle):
+    def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
         if var.stats is None:
             var.shape = list(value.shape.as_list())
@@ -257,7 +261,7 @@ class Session:
         try:
             with tape_record.stop_recording():
                 value = tf.convert_to_tensor(variable)
-            self.describe_variable(rid, value, None, handle)
+            self.describe_variable(rid, value, handle)
         except Exception:
             pass
         finally:

@@ -254,6 +254,18 @@ def test_tf_function_call_is_one_op_named_after_the_function():
     assert len(forward) == 1 and forward[0].type == "cube" and forward[0].line == 7
     assert forward[0].tapes == [0]
     assert not any(o.type in ("Mul",) and o.line == 4 for o in rec.ops), "traced ops leaked"
+    backward = [o for o in calls if o.phase == BACKWARD]
+    assert len(backward) == 1 and backward[0].line == 8      # the function's own gradient
+
+
+@pytest.mark.parametrize("op_type,expect", [
+    ("__inference_cube_25", ("cube", "inference")),
+    ("__forward_train_step_32", ("train_step", "forward")),
+    ("__inference___backward_cube_23_33", ("cube", "backward")),
+])
+def test_tf_function_op_names_give_the_python_name(op_type, expect):
+    from tapeviz.capture import function_call
+    assert function_call(op_type) == expect
 
 
 def test_stop_recording_records_nothing_and_explains_the_none():
