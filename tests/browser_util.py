@@ -25,6 +25,14 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
 
 
+def screenshot_path(name: str) -> str:
+    """Where a test's screenshot goes: artifacts/ (untracked) by default, so running the
+    tests leaves the work tree clean; docs/ (what the README shows) with TAPEVIZ_UPDATE_DOCS=1."""
+    folder = ROOT / ("docs" if os.environ.get("TAPEVIZ_UPDATE_DOCS") == "1" else "artifacts")
+    folder.mkdir(exist_ok=True)
+    return str(folder / name)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,10 +1,11 @@
 """The app in a real browser: `streamlit run app.py` driven by Playwright through Debian's chromium.
 
-Saves the screenshots the README shows (docs/debugger_*.png).
+Saves screenshots to artifacts/ (docs/, which the README shows, with TAPEVIZ_UPDATE_DOCS=1).
 """
 import pytest
 
-from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, streamlit_server
+from browser_util import (WAIT_MS, assert_no_exception, browser_page, screenshot_path,
+                          streamlit_server)
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +33,11 @@ def test_higher_order_in_the_browser(server, page):
     assert "3.0" in text and "6.0" in text
     assert_no_exception(page)
     assert "example=higher_order" in page.url
-    page.screenshot(path=str(ROOT / "docs" / "debugger_higher_order.png"))
+    page.screenshot(path=screenshot_path("debugger_higher_order.png"))
 
 
 def test_mnist_step_grouped_by_layer(server, page):
     open_example(page, server, "mnist_step")
     assert_no_exception(page)
     assert "global_average_pooling2d" in page.inner_text("body") or page.locator("text=conv2d").count()
-    page.screenshot(path=str(ROOT / "docs" / "debugger_mnist_step.png"))
+    page.screenshot(path=screenshot_path("debugger_mnist_step.png"))

@@ -1,10 +1,12 @@
 """The training page in a real browser: press Start and watch the loss chart gain points.
 
-Saves the screenshot the README shows (docs/train_page.png).
+Saves a screenshot to artifacts/ (docs/train_page.png, which the README shows, with
+TAPEVIZ_UPDATE_DOCS=1).
 """
 import pytest
 
-from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, streamlit_server
+from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path,
+                          streamlit_server)
 
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 
@@ -40,6 +42,6 @@ def test_start_and_the_loss_chart_gains_points(server):
         assert "Data:" in page.inner_text("body")
         page.set_viewport_size({"width": 1600, "height": 1900})     # every chart in one picture
         page.wait_for_timeout(1500)
-        page.screenshot(path=str(ROOT / "docs" / "train_page.png"))
+        page.screenshot(path=screenshot_path("train_page.png"))
         page.get_by_role("button", name="Reset", exact=True).click()
         page.get_by_text("then press Start").wait_for(timeout=30_000)
