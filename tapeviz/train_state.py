@@ -25,9 +25,7 @@ class Owner:
 
     def __init__(self, runner):
         self.id = f"train-{uuid.uuid4().hex}"
-        cancel = getattr(runner, "cancel", None)
-        if cancel is not None:
-            weakref.finalize(self, cancel, self.id)
+        weakref.finalize(self, runner.cancel, self.id)
 
 
 class Run:
@@ -56,10 +54,8 @@ class Run:
 
     def _start(self) -> None:
         try:
-            # A runner without owners (no `cancel`) cannot end a session's jobs for it.
-            owned = self._owner_id is not None and hasattr(self._runner, "cancel")
-            kwargs = {"owner": self._owner_id} if owned else {}
-            self.job = self._runner.start_training(self.config, on_wait=self._queued, **kwargs)
+            self.job = self._runner.start_training(self.config, on_wait=self._queued,
+                                                   owner=self._owner_id)
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
         self.place = None
@@ -118,7 +114,7 @@ class Run:
 
     def cancel(self) -> None:
         """End it now, queued or running (Reset, or a new Start)."""
-        if self._owner_id is not None and hasattr(self._runner, "cancel"):
+        if self._owner_id is not None:
             self._runner.cancel(self._owner_id)
         if self.job is not None:
             _end(self.job)
@@ -185,7 +181,7 @@ class Run:
 
 def _end(job) -> None:
     if not job.done:
-        (getattr(job, "cancel", None) or job.stop)()   # cancel kills at once; older runners stop
+        job.cancel()          # kills at once: nobody is waiting for a clean stop
 
 
 def recent_rate(steps: list, window: int = RECENT_STEPS) -> Optional[float]:
