@@ -109,9 +109,12 @@ class Session:
     def scan_names(self, frame) -> None:
         if frame is None:
             return
-        items = frame.f_globals.items() if frame.f_code.co_name == "<module>" else \
-            frame.f_locals.items()
-        for name, value in list(items):
+        self.scan_namespace(frame.f_globals if frame.f_code.co_name == "<module>"
+                            else frame.f_locals)
+
+    def scan_namespace(self, namespace: dict) -> None:
+        """Name the tensors and variables bound in `namespace` (first binding wins)."""
+        for name, value in list(namespace.items()):
             if name.startswith("__"):
                 continue
             if isinstance(value, (list, tuple)) and 0 < len(value) <= 64:

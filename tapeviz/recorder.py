@@ -14,7 +14,6 @@ import signal
 import threading
 import time
 import traceback
-import types
 from collections import deque
 from typing import Optional
 
@@ -175,13 +174,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         linecache.cache.pop(filename, None)
     session.quiet += 1
     try:
-        _scan_module(session, namespace)
+        session.scan_namespace(namespace)      # names bound by the program's last lines
     finally:
         session.quiet -= 1
     return session.finish(out.text(), error, time.perf_counter() - started)
 
-
-def _scan_module(session: Session, namespace: dict) -> None:
-    frame = types.SimpleNamespace(f_globals=namespace,
-                                  f_code=types.SimpleNamespace(co_name="<module>"))
-    session.scan_names(frame)
