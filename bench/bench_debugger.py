@@ -16,7 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tapeviz import examples, figures, graph, layout, runner, view  # noqa: E402
+from tapeviz import examples  # noqa: E402
+from tapeviz.draw import figures, graph, layout  # noqa: E402
+from tapeviz.page import view  # noqa: E402
+from tapeviz.server import runner  # noqa: E402
 from tapeviz.recording import Recording  # noqa: E402
 
 LOOP = """

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tapeviz import examples, runner  # noqa: E402
+from tapeviz import examples  # noqa: E402
+from tapeviz.server import runner  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -61,7 +61,7 @@ exec(compile(open(sys.argv[1]).read(), "loop.py", "exec"), {"__name__": "__main_
 """,
     "recorder": """
 import sys
-from tapeviz import recorder
+from tapeviz.worker import recorder
 rec = recorder.record(open(sys.argv[1]).read(), filename="loop.py", timeout=None)
 assert rec.error is None, rec.error
 print(rec.stdout, end="")
@@ -91,7 +91,7 @@ def run(kind: str, program: Path) -> dict:
 
 def one_step_json_size() -> tuple[int, int]:
     sys.path.insert(0, str(ROOT))
-    from tapeviz import recorder
+    from tapeviz.worker import recorder
     source = LOOP.replace("WARMUP", "0").replace("STEPS", "1")
     rec = recorder.record(source, filename="loop.py", timeout=None)
     return len(rec.ops), len(rec.to_json().encode())

@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tapeviz import data, training  # noqa: E402  (imports TensorFlow)
+from tapeviz import data  # noqa: E402
+from tapeviz.worker import training  # noqa: E402  (imports TensorFlow)
 
 import tensorflow as tf  # noqa: E402
 
@@ -76,7 +77,7 @@ def bare_setup(config):
     """The eager guide's loop with nothing added: same model, data pipeline and step, the
     step written out here rather than imported, since it is the reference being compared to."""
     tf.keras.utils.set_random_seed(config["seed"])
-    digits = data.load_mnist(config["data_dir"], download=False)
+    digits = data.load_mnist(config["data_dir"])
     x_train, y_train, _, _ = data.split(digits)
     model = training.build_model(config["model"], x_train.shape[1:])
     loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -147,7 +148,7 @@ def main():
     parser.add_argument("--data", default=str(SHARED_MNIST), help="MNIST directory (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"TensorFlow {tf.__version__}, data: {data.load_mnist(args.data, download=False).source}")
+    print(f"TensorFlow {tf.__version__}, data: {data.load_mnist(args.data).source}")
     accuracy_after_one_epoch(args.data)
     guide_loss_over_epochs(args.data)
     throughput(args.data, args.repeats)

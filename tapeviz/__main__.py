@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import runner
+from .server import runner
 
 RECORD_HELP = """\
 Run a TensorFlow 2 program under tapeviz and write what it recorded as JSON.
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="stop the program after this many seconds (default 30; hosted 20)")
     try:
-        from . import train_cli
+        from .worker import train_cli
     except ImportError:      # the training command ships with the training page
         train_cli = None
     if train_cli is not None:
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         return int(e.code or 0)
     if args.command == "record":
         return record_main(args)
-    from . import train_cli
+    from .worker import train_cli
     return train_cli.main(args)
 
 

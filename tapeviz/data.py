@@ -1,18 +1,17 @@
 """MNIST for the training page: a chain of sources, first that works wins.
 
-Returns plain numpy arrays and says where they came from. No TensorFlow at import:
-only the Keras-download step imports it, so call that step in a worker.
+Returns plain numpy arrays and says where they came from. No TensorFlow here: Keras's own
+download is a step the worker passes in (`tapeviz.worker.keras_download`).
 """
 from __future__ import annotations
 
 import gzip
 import io
 import os
-import socket
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -172,23 +171,6 @@ def load_keras_cache() -> Digits:
     return load_npz(cache, source=f"Keras cache {cache}")
 
 
-def load_keras_download(timeout: float = 10.0) -> Digits:
-    """Keras's own download; imports TensorFlow, so only a worker should get here."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    # Keras's urlretrieve takes no timeout; a socket default bounds a dead network.
-    previous = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(timeout)
-    try:
-        (x_train, y_train), (x_test, y_test) = tf.keras.datasets.mnist.load_data()
-    finally:
-        socket.setdefaulttimeout(previous)
-    train = to_digits_arrays(x_train, y_train, "download")
-    test = to_digits_arrays(x_test, y_test, "download")
-    return Digits(*test, source="MNIST downloaded by Keras", train_images=train[0], train_labels=train[1])
-
-
 def load_sklearn_digits() -> Digits:
     """The offline fallback: scikit-learn's bundled 1,797 real 8x8 digits (pixels 0..16)."""
     from sklearn.datasets import load_digits
@@ -201,13 +183,13 @@ def load_sklearn_digits() -> Digits:
 # --- the chain ----------------------------------------------------------------------------
 
 
-def load_mnist(data_dir=None, upload: Optional[bytes] = None, download: bool = True,
-               download_timeout: float = 10.0) -> Digits:
+def load_mnist(data_dir=None, upload: Optional[bytes] = None,
+               download: Optional[Callable[[], Digits]] = None) -> Digits:
     """Try, in order: the user's path (argument, else $TAPEVIZ_MNIST_DIR), the Keras cache,
     Keras's download, an uploaded npz, scikit-learn's digits. The first that works wins;
     `notes` on the result says why each earlier one was passed over.
 
-    The download step imports TensorFlow: the Streamlit process passes download=False.
+    `download` is Keras's download step; it imports TensorFlow, so only a worker passes it.
     """
     user_path = data_dir or os.environ.get(ENV_DIR)
     steps = []
@@ -215,7 +197,7 @@ def load_mnist(data_dir=None, upload: Optional[bytes] = None, download: bool = T
         steps.append((f"path {user_path}", lambda: load_user_path(user_path)))
     steps.append(("Keras cache", load_keras_cache))
     if download:
-        steps.append(("Keras download", lambda: load_keras_download(download_timeout)))
+        steps.append(("Keras download", download))
     if upload:
         steps.append(("uploaded npz", lambda: load_npz_bytes(upload)))
     notes = []

@@ -5,7 +5,8 @@ import pathlib
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tapeviz import examples, share
+from tapeviz import examples
+from tapeviz.page import share
 
 # Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
 os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tapeviz import runner
+from tapeviz.server import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,8 +1,6 @@
 """The MNIST loading chain: each source, its order, and its refusals."""
 import gzip
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -51,11 +49,11 @@ def no_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv(data.ENV_DIR, raising=False)
 
-    def offline(timeout=10.0):
-        raise OSError("network is unreachable (test)")
-
-    monkeypatch.setattr(data, "load_keras_download", offline)
     return home
+
+
+def offline():
+    raise OSError("network is unreachable (test)")
 
 
 # --- IDX parsing --------------------------------------------------------------------------
@@ -183,13 +181,12 @@ def test_keras_cache_used_when_no_user_path(no_sources):
 def test_keras_download_used_after_the_cache(no_sources, monkeypatch):
     downloaded = data.load_npz_bytes(npz_bytes())
     downloaded.source = "MNIST downloaded by Keras"
-    monkeypatch.setattr(data, "load_keras_download", lambda timeout=10.0: downloaded)
-    assert data.load_mnist().source == "MNIST downloaded by Keras"
-    assert "scikit-learn" in data.load_mnist(download=False).source
+    assert data.load_mnist(download=lambda: downloaded).source == "MNIST downloaded by Keras"
+    assert "scikit-learn" in data.load_mnist().source
 
 
 def test_upload_used_when_offline(no_sources):
-    digits = data.load_mnist(upload=npz_bytes())
+    digits = data.load_mnist(upload=npz_bytes(), download=offline)
     assert digits.source.startswith("uploaded")
     assert any("Keras download" in note for note in digits.notes)
 
@@ -202,7 +199,7 @@ def test_broken_user_path_falls_through_with_a_note(tmp_path, no_sources):
 
 
 def test_sklearn_digits_when_nothing_else_works(no_sources):
-    digits = data.load_mnist(upload=b"garbage")
+    digits = data.load_mnist(upload=b"garbage", download=offline)
     assert "scikit-learn" in digits.source
     assert digits.test_images.shape == (1797, 8, 8, 1)
     assert 0.0 <= digits.test_images.min() and digits.test_images.max() == pytest.approx(1.0)
@@ -222,7 +219,9 @@ def test_the_real_download_gives_up_offline(tmp_path, monkeypatch):
         pass
     monkeypatch.setenv("HOME", str(tmp_path))  # keep Keras's cache writes out of the real home
     with pytest.raises(Exception, match="(?i)fetch|resolve|name|network|timed out"):
-        data.load_keras_download(timeout=2.0)
+        from tapeviz.worker import keras_download
+
+        keras_download.load(timeout=2.0)
 
 
 # --- split --------------------------------------------------------------------------------
@@ -244,15 +243,9 @@ def test_split_limit_keeps_the_proportion():
 def test_real_mnist_test_set():
     if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").is_file():
         pytest.skip(f"the real MNIST test set is not at {SHARED_MNIST}")
-    digits = data.load_mnist(SHARED_MNIST, download=False)
+    digits = data.load_mnist(SHARED_MNIST)
     assert digits.test_images.shape == (10000, 28, 28, 1)
     assert digits.test_labels[:5].tolist() == [7, 2, 1, 0, 4]  # the famous first digits
     assert sorted(np.unique(digits.test_labels)) == list(range(10))
     x_train, y_train, x_test, y_test = data.split(digits)
     assert (len(y_train), len(y_test)) == (8000, 2000)
-
-
-def test_importing_data_does_not_import_tensorflow():
-    code = "import sys, tapeviz.data; sys.exit('tensorflow' in sys.modules)"
-    root = Path(__file__).resolve().parents[1]
-    assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0

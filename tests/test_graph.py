@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from tapeviz import graph
+from tapeviz.draw import graph
 from tapeviz.recording import (BACKWARD, FlowEntry, GradientCall, GradResult, Op, Recording, Stats,
                                Tape, Tensor)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tapeviz import runner, sandbox
+from tapeviz.server import runner, sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()

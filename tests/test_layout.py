@@ -2,7 +2,7 @@
 import networkx as nx
 import pytest
 
-from tapeviz import graph, layout
+from tapeviz.draw import graph, layout
 from test_graph import chain, keras_like
 
 

@@ -4,7 +4,7 @@ import types
 import numpy as np
 import pytest
 
-from tapeviz import numerics
+from tapeviz.worker import numerics
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4, 5), (64, 64)])

@@ -12,7 +12,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 from tensorflow.python.eager import context  # noqa: E402
 
-from tapeviz import examples, recorder  # noqa: E402
+from tapeviz import examples  # noqa: E402
+from tapeviz.worker import recorder  # noqa: E402
 from tapeviz.recording import BACKWARD, Recording  # noqa: E402
 
 
@@ -264,7 +265,7 @@ def test_tf_function_call_is_one_op_named_after_the_function():
     ("__inference___backward_cube_23_33", ("cube", "backward")),
 ])
 def test_tf_function_op_names_give_the_python_name(op_type, expect):
-    from tapeviz.capture import function_call
+    from tapeviz.worker.capture import function_call
     assert function_call(op_type) == expect
 
 

@@ -6,7 +6,8 @@ import base64
 
 import pytest
 
-from tapeviz import graph, share, view
+from tapeviz.draw import graph
+from tapeviz.page import share, view
 from tapeviz.recording import Recording
 from test_graph import keras_like, wxb
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tapeviz import train_cli
+from tapeviz.worker import train_cli
 
 SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tapeviz import training
+from tapeviz.worker import training
 
 SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
 

@@ -4,7 +4,9 @@ import json
 
 import streamlit as st
 
-from tapeviz import examples, figures, graph, session, share, view
+from tapeviz import examples
+from tapeviz.draw import figures, graph
+from tapeviz.page import session, share, view
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.

@@ -4,7 +4,9 @@ import base64
 
 import streamlit as st
 
-from tapeviz import data, session, train_figures, train_state
+from tapeviz import data
+from tapeviz.draw import train_figures
+from tapeviz.page import session, train_state
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 MODELS = {"guide": "Eager guide's CNN (learns slowly)",

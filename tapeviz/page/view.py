@@ -10,8 +10,8 @@ from typing import Optional
 
 import networkx as nx
 
-from . import graph
-from .recording import BACKWARD, Recording, as_float
+from ..draw import graph
+from ..recording import BACKWARD, Recording, as_float
 
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size

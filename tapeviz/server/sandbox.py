@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Iterable, Optional
 
-PACKAGE_DIR = Path(__file__).resolve().parent       # the tapeviz package itself
+PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the tapeviz package itself
 APP_ROOT = PACKAGE_DIR.parent                        # the repository / app directory
 SANDBOX_PACKAGE_ROOT = "/opt/tapeviz"                # where the package appears inside bwrap
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from .recording import Stats, encode_float
+from ..recording import Stats, encode_float
 
 
 def stats(a: np.ndarray) -> Optional[Stats]:

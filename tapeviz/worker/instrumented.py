@@ -15,9 +15,9 @@ import tensorflow as tf
 from tensorflow.python.eager import context, record as tape_record
 from tensorflow.python.util import nest
 
-from . import explain
+from .. import explain
 from .capture import EagerTensor, Session
-from .recording import GradientCall
+from ..recording import GradientCall
 
 
 def make_tape_class(session: Session):

@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 import networkx as nx
 
-from .recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
+from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
 
 READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"

@@ -9,9 +9,9 @@ from typing import Callable, Optional
 
 import streamlit as st
 
-from . import figures, graph, layout
-from .recording import Recording
-from .runner import Runner, error_recording
+from ..draw import figures, graph, layout
+from ..recording import Recording
+from ..server.runner import Runner, error_recording
 
 MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
 

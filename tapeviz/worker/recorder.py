@@ -22,10 +22,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 from tensorflow.python.framework import op_callbacks  # noqa: E402
 
-from . import explain  # noqa: E402
+from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from .instrumented import make_import, make_tape_class  # noqa: E402
-from .recording import Error, Recording  # noqa: E402
+from ..recording import Error, Recording  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_STDOUT = 100_000      # characters of printed output kept (the newest)

@@ -19,6 +19,8 @@ import tensorflow as tf  # noqa: E402
 
 from tapeviz import data  # noqa: E402
 
+from . import keras_download  # noqa: E402
+
 DEFAULTS = {
     "model": "guide",
     "epochs": 1,
@@ -227,7 +229,8 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     cfg = {**DEFAULTS, **(config or {})}
     tf.keras.utils.set_random_seed(int(cfg["seed"]))
     upload = cfg["upload"] or (base64.b64decode(cfg["upload_b64"]) if cfg["upload_b64"] else None)
-    digits = data.load_mnist(cfg["data_dir"], upload=upload, download=cfg["download"])
+    digits = data.load_mnist(cfg["data_dir"], upload=upload,
+                           download=keras_download.load if cfg["download"] else None)
     x_train, y_train, x_test, y_test = data.split(digits, limit=cfg["limit"])
 
     model = build_model(cfg["model"], x_train.shape[1:])
@@ -301,7 +304,7 @@ def record_one_step_program(config: dict) -> str:
         "import tensorflow as tf\n"
         "from tapeviz import data\n\n"
         f"tf.keras.utils.set_random_seed({int(cfg['seed'])})\n"
-        f"digits = data.load_mnist({cfg['data_dir']!r}, download=False)\n"
+        f"digits = data.load_mnist({cfg['data_dir']!r})\n"
         f"x_train, y_train, _, _ = data.split(digits, limit={cfg['limit']!r})\n"
         f"images = tf.constant(x_train[:{int(cfg['batch_size'])}])\n"
         f"labels = tf.constant(y_train[:{int(cfg['batch_size'])}])\n\n"

@@ -1,0 +1,191 @@
+"""One worker process as the server sees it: started (from one long-lived thread, in the
+sandbox when there is one), its JSON-lines messages read into a queue, killed with all it
+started, and its death described in words.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Optional
+
+from . import sandbox
+from .config import Config
+
+PACKAGE_ROOT = sandbox.APP_ROOT    # the folder that holds the tapeviz package
+MAX_MESSAGE = 64 * 2**20     # one message line from a worker; a full 20k-op recording is far less
+
+
+class _Spawner:
+    """Starts worker processes from one thread that lives as long as the server.
+
+    bwrap's --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that
+    started it exits: a worker started from a short-lived thread (a Streamlit script run,
+    the pool-filling thread) would be SIGKILLed at a random moment."""
+
+    def __init__(self):
+        self._requests: queue.Queue = queue.Queue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def call(self, fn):
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="tapeviz-spawner",
+                                                daemon=True)
+                self._thread.start()
+        done, box = threading.Event(), {}
+        self._requests.put((fn, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _serve(self):
+        while True:
+            fn, box, done = self._requests.get()
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - handed back to the caller
+                box["error"] = e
+            finally:
+                done.set()
+
+
+_spawner = _Spawner()
+
+
+class Worker:
+    """One worker process and the reader thread that turns its messages into a queue."""
+
+    def __init__(self, config: Config, bwrap: Optional[str] = None,
+                 uids: Optional[sandbox.UidPool] = None):
+        self.uids = uids
+        self.uid = uids.take() if uids is not None else None
+        if uids is not None and self.uid is None:
+            raise RuntimeError("no free user id for a worker (all of TAPEVIZ_UID_BASE's in use)")
+        self.workdir = tempfile.mkdtemp(prefix="tapeviz-")
+        if self.uid is not None:
+            os.chown(self.workdir, self.uid, self.uid)
+        env = _worker_env(config, self.workdir, sandboxed=bool(bwrap))
+        command = [sys.executable, "-m", "tapeviz.worker"]
+        if self.uid is not None:
+            command += ["--uid", str(self.uid)]
+        if bwrap:
+            command = sandbox.bwrap_args(bwrap, self.workdir, env, command,
+                                         mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
+                                         disk_bytes=config.limits.disk_bytes)
+        self.proc = _spawner.call(lambda: subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if config.hosted else None,
+            cwd=self.workdir, env=env, start_new_session=True))  # killpg reaches its children
+        self.messages: queue.Queue = queue.Queue()
+        self.ready = threading.Event()   # set by its "ready" message, or when it is gone
+        self._killed = False
+        self._kill_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        stream = self.proc.stdout
+        while True:
+            line = stream.readline(MAX_MESSAGE)
+            if not line:
+                break
+            if not line.endswith(b"\n"):          # too long to be ours: skip to its end
+                while line and not line.endswith(b"\n"):
+                    line = stream.readline(MAX_MESSAGE)
+                self.messages.put({"type": "oversize"})
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue             # not ours: the channel only carries JSON lines
+            if not isinstance(message, dict):
+                continue
+            if message.get("type") == "ready":
+                self.ready.set()
+            else:
+                self.messages.put(message)
+        self.messages.put({"type": "exit"})
+        self.ready.set()             # "ready or gone": nobody waits on a dead worker
+
+    def send(self, message) -> None:
+        text = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write((text + "\n").encode("utf-8"))
+        self.proc.stdin.flush()
+
+    def next_message(self, timeout: Optional[float]) -> Optional[dict]:
+        try:
+            return self.messages.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    @property
+    def killed(self) -> bool:
+        return self._killed
+
+    def kill(self) -> None:
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.uids is not None:
+            self.uids.give_back(self.uid)    # kills whatever of its uid escaped the group
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def exit_description(self) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "the worker process stopped answering"
+        if code < 0:
+            return Worker._describe_signal(-code)
+        if code > 128 and code - 128 in signal.valid_signals():   # bwrap reports it so
+            return Worker._describe_signal(code - 128)
+        return f"the worker process exited with status {code}"
+
+    @staticmethod
+    def _describe_signal(number: int) -> str:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        why = {"SIGKILL": " (killed: out of memory, or a limit)",
+               "SIGSEGV": " (a crash inside native code)",
+               "SIGABRT": " (aborted: often an allocation TensorFlow could not make)",
+               "SIGXCPU": " (its CPU-time limit)",
+               "SIGXFSZ": " (its file-size limit)"}.get(name, "")
+        return f"the worker process died from {name}{why}"
+
+
+def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:
+    if config.hosted:
+        # Nothing of the server's environment (secrets) reaches user code.
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
+               "LANG": "C.UTF-8", "MPLCONFIGDIR": workdir,
+               # glibc keeps a 64 MiB arena per thread; TensorFlow's threads would spend
+               # the address-space limit on arenas they never fill.
+               "MALLOC_ARENA_MAX": "2"}
+        if os.environ.get("TAPEVIZ_MNIST_DIR") and not sandboxed:
+            env["TAPEVIZ_MNIST_DIR"] = os.environ["TAPEVIZ_MNIST_DIR"]
+    else:
+        env = dict(os.environ)
+    env["PYTHONPATH"] = sandbox.SANDBOX_PACKAGE_ROOT if sandboxed else str(PACKAGE_ROOT)
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env

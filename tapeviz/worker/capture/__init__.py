@@ -1,0 +1,11 @@
+"""Worker side: what one run recorded, and the hooks that record it.
+
+`Session` (session.py) is TensorFlow's op callback plus the bookkeeping behind the
+instrumented tape, in three parts: tensors and names (tensors.py), ops and tapes (ops.py),
+gradient calls and alerts (gradients.py).
+"""
+from .ops import function_call
+from .session import DEFAULT_MAX_OPS, Session
+from .tensors import EagerTensor
+
+__all__ = ["DEFAULT_MAX_OPS", "EagerTensor", "Session", "function_call"]

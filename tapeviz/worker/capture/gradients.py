@@ -1,0 +1,106 @@
+"""Gradient calls and alerts: each `gradient`/`jacobian` call's results, the gradient
+flow through the tape, the scopes of backward ops, None reasons, and NaN/Inf alerts.
+"""
+from __future__ import annotations
+
+import itertools
+
+import tensorflow as tf
+
+from ... import explain
+from .. import numerics
+from ...recording import BACKWARD, Alert, FlowEntry, GradientCall, GradResult, Op, encode_float
+from .tensors import TRAINABLE_ENUMS, EagerTensor
+
+
+class GradientsAndAlerts:
+    """Session's part that fills gradient calls and `alerts`."""
+
+    # -- gradient flow -----------------------------------------------------------------------
+    def between(self, state, target_ids: set, source_ids: set) -> list:
+        """TF ids of tensors on the tape on a path from a source to a target."""
+        down = set(source_ids)
+        for ins, outs in state.edges:
+            if any(i in down for i in ins):
+                down.update(outs)
+        up = set(target_ids)
+        for ins, outs in reversed(state.edges):
+            if any(o in up for o in outs):
+                up.update(ins)
+        ids = [i for i in (down & up) - source_ids if i in state.held]
+        return [i for i in ids if state.held[i].dtype.as_datatype_enum in TRAINABLE_ENUMS
+                and state.held[i].dtype != tf.resource]
+
+    def finish_call(self, state, call: GradientCall, flat_sources, flat_grads, flow_ids,
+                    flow_grads, first_backward_op: int) -> None:
+        line = call.line
+        for src, grad in zip(flat_sources, flat_grads):
+            rid = self.source_id(src, line)
+            if grad is None:
+                call.results.append(GradResult(rid, None, None))   # reason filled in below
+                continue
+            gid = self.tensor_id(getattr(grad, "values", grad), line) \
+                if isinstance(getattr(grad, "values", grad), EagerTensor) else None
+            call.results.append(GradResult(rid, gid))
+            call.flow.append(FlowEntry(rid, encode_float(numerics.norm(grad))))
+        grad_of = {}
+        for tf_id, grad in zip(flow_ids, flow_grads):
+            rid = self.tid.get(tf_id)
+            norm = numerics.norm(grad)
+            if rid is None or norm is None:
+                continue
+            call.flow.append(FlowEntry(rid, encode_float(norm)))
+            g = getattr(grad, "values", grad)
+            if isinstance(g, EagerTensor) and g._id in self.tid:
+                grad_of[self.tid[g._id]] = rid
+        self.scope_backward_ops(first_backward_op, grad_of)
+        if any(r.grad is None for r in call.results):
+            self.explain_nones(state, call)
+
+    def source_id(self, src, line) -> int:
+        handle = getattr(src, "handle", None)
+        obj = handle if isinstance(handle, EagerTensor) else src
+        return self.tensor_id(obj, line)
+
+    def scope_backward_ops(self, first_op: int, grad_of: dict) -> None:
+        """Name backward ops after the forward layer they differentiate, as TF's graphs do.
+
+        An op that consumes d target / d t belongs to the gradient of t's producer; ops that
+        only consume other backward results inherit their producer's scope."""
+        producer_scope = {}
+        start = max(0, first_op - self.ops[0].id) if self.ops else 0
+        for op in itertools.islice(self.ops, start, None):
+            if op.phase != BACKWARD:
+                continue
+            scope = None
+            for i in op.inputs:
+                forward = grad_of.get(i)
+                if forward is not None:
+                    p = self.tensors.get(forward)
+                    fop = self._op(p.producer) if p is not None and p.producer is not None else None
+                    if fop is not None and fop.scope:
+                        scope = "gradient_tape/" + fop.scope
+                        break
+                if i in producer_scope:
+                    scope = scope or producer_scope[i]
+            if scope and not op.scope:
+                op.scope = scope
+            for o in op.outputs:
+                producer_scope[o] = op.scope
+
+    def explain_nones(self, state, call: GradientCall) -> None:
+        ops = list(self.ops)
+        for r in call.results:
+            if r.grad is None:
+                r.none_reason = explain.none_reason(
+                    ops=ops, tensors=self.tensors, tape=state.rec, targets=call.target,
+                    source=r.source, program=self.source)
+
+    def check_numerics(self, op: Op) -> None:
+        for rid in op.outputs:
+            stats = self.tensors[rid].stats
+            if stats is None:
+                continue
+            for kind, count in (("nan", stats.nan), ("inf", stats.inf)):
+                if count and not any(a.kind == kind and a.phase == op.phase for a in self.alerts):
+                    self.alerts.append(Alert(kind, op.id, rid, op.line, op.phase))

@@ -1,0 +1,267 @@
+"""Ops and tapes: TensorFlow's op callback, the bounded op log, and which user tapes
+recorded each op, decided as TensorFlow's tape decides; the tapes' lifetimes and spans.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import weakref
+from typing import Optional
+
+import tensorflow as tf
+from tensorflow.python import pywrap_tfe
+from tensorflow.python.eager import context
+from tensorflow.python.util import nest
+
+from ...recording import (BACKWARD, FORWARD, Op, Tape)
+from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor
+
+_FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
+
+
+def function_call(op_type: str) -> tuple:
+    """(Python name, role) of a tf.function call op: TF names them "__inference_f_25",
+    "__forward_f_32" (the forward pass a tape will record) and
+    "__inference___backward_f_23_33" (its gradient). Role: inference/forward/backward."""
+    name, role = op_type, "inference"
+    if name.startswith("__inference_"):
+        name = name[len("__inference_"):]
+    for prefix in ("__forward_", "__backward_"):
+        if name.startswith(prefix):
+            name, role = name[len(prefix):], prefix.strip("_")
+    return _FUNCTION_SUFFIX.sub("", name) or op_type, role
+
+class _TapeState:
+    """What tapeviz tracks for one user tape: the same facts TensorFlow's tape keeps."""
+
+    def __init__(self, rec: Tape, tape):
+        self.rec = rec
+        self.tape = weakref.ref(tape)
+        self.ids: set = set()        # TF tensor ids on the tape (watched, or outputs of its ops)
+        self.held: dict = {}         # TF id -> tensor, for gradient-flow questions
+        self.edges: list = []        # (input TF ids, output TF ids) of each recorded op
+        self.span_start: Optional[int] = None
+
+    def release(self):
+        self.held.clear()
+        self.edges.clear()
+
+
+class OpsAndTapes:
+    """Session's part that owns `ops`, `tapes` and `active`: what ran, and on which tape."""
+
+    # -- the op callback -------------------------------------------------------------------
+
+    def on_op(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None or self.quiet:
+            return None          # graph building inside tf.function, or tapeviz's own work
+        now = time.perf_counter()
+        if isinstance(op_type, bytes):
+            op_type = op_type.decode()
+        function, role = function_call(op_type) if op_type.startswith("__") else (None, None)
+        phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
+        forward_function = role == "forward"
+        caller = sys._getframe(1)
+        frame = self.user_frame(caller)
+        line = frame.f_lineno if frame is not None else None
+        tid = self.tid
+        if any(t._id not in tid for t in inputs) and \
+                os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
+            self.fast_path_reads(caller, inputs, line)
+        op_id = self.next_op
+        self.next_op += 1
+        in_ids = [self.tensor_id(t, line) for t in inputs]
+        if frame is not None and self.scanned.get(id(frame)) != line:
+            self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
+            self.scan_names(frame)
+        out_ids = [self.tensor_id(t, line, op_id) for t in outputs]
+        tapes = self.which_tapes(inputs, outputs, forward_function)
+        scope = context.context().scope_name.rstrip("/") or None
+        if op_type == "ReadVariableOp" and in_ids:
+            self.describe_variable(in_ids[0], outputs[0], inputs[0])
+        op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
+                round((now - self.last_time) * 1e6, 1), function,
+                self.grad_call if phase == BACKWARD else None)
+        self.append_op(op)
+        self.last_time = time.perf_counter()
+        return None
+
+    def fast_path_reads(self, wrapper, inputs, line) -> None:
+        """Make visible the variable reads that TF's C++ fast path did without a callback.
+
+        `tf.multiply(2.0, v)` reads `v` inside C++ (recorded on the tape as ReadVariableOp)
+        and hands the op a tensor we have never seen. The generated op wrapper's arguments
+        line up with the op's inputs, so the variable behind each unseen input is known."""
+        code = wrapper.f_code
+        args = []
+        # Generated wrappers take the op's inputs first, then its attrs.
+        for name in code.co_varnames[:code.co_argcount]:
+            if len(args) >= len(inputs):
+                break
+            value = wrapper.f_locals.get(name)
+            args.extend(value if isinstance(value, (list, tuple)) else [value])
+        if len(args) != len(inputs):
+            return
+        for arg, t in zip(args, inputs):
+            if t._id in self.tid or not isinstance(arg, tf.Variable):
+                continue
+            handle = getattr(arg, "handle", None)
+            if not isinstance(handle, EagerTensor):
+                continue
+            op_id = self.next_op
+            self.next_op += 1
+            handle_rid = self.tensor_id(handle, line)
+            out = self.tensor_id(t, line, op_id)
+            self.describe_variable(handle_rid, t, handle)
+            tapes = self.which_tapes([handle], [t], False)
+            self.append_op(Op(op_id, "ReadVariableOp", [handle_rid], [out], line,
+                              context.context().scope_name.rstrip("/") or None, tapes,
+                              BACKWARD if self.grad_depth else FORWARD, 0.0))
+
+    def append_op(self, op: Op) -> None:
+        self.ops.append(op)
+        if len(self.ops) > self.max_ops:
+            self.ops.popleft()
+            self.dropped_ops += 1
+            if self.dropped_ops % self.max_ops == 0:
+                self.compact()
+        self.check_numerics(op)
+
+    def which_tapes(self, inputs, outputs, forward_function) -> list:
+        """The user tapes that record this op, decided as TensorFlow's tape decides."""
+        if not self.active:
+            return []
+        if pywrap_tfe.TFE_Py_TapeSetIsStopped() and not forward_function:
+            return []   # tf.function forward calls run stopped, then are recorded explicitly
+        if not forward_function and not pywrap_tfe.TFE_Py_TapeSetShouldRecordBackprop(
+                list(inputs)):
+            return []
+        result = []
+        for state in self.active:
+            tape = state.tape()
+            if tape is None or not tape._recording:
+                continue
+            if self._watches_any(state, tape, inputs):
+                result.append(state.rec.id)
+                state.edges.append(([t._id for t in inputs], [t._id for t in outputs]))
+                for t in outputs:
+                    state.ids.add(t._id)
+                    state.held[t._id] = t
+                state.rec.ops.append(self.next_op - 1)   # the op being recorded now
+        return result
+
+    @staticmethod
+    def _watches_any(state, tape, inputs) -> bool:
+        refreshed = False
+        for t in inputs:
+            enum = t.dtype.as_datatype_enum
+            if enum not in TRAINABLE_ENUMS:
+                continue
+            if t._id in state.ids:
+                return True
+            if enum == RESOURCE and not refreshed and tape._tape is not None:
+                # variables are watched on access (watch_accessed_variables) or by watch()
+                refreshed = True
+                for v in tape._tape.watched_variables():
+                    state.ids.add(v.handle._id)
+                    state.held[v.handle._id] = v
+                if t._id in state.ids:
+                    return True
+        return False
+
+    def compact(self) -> None:
+        """Forget tensors that no kept op, tape or gradient refers to (bounds memory)."""
+        keep = set()
+        for op in self.ops:
+            keep.update(op.inputs)
+            keep.update(op.outputs)
+        for tape in self.tapes:
+            keep.update(tape.watched)
+            for call in tape.gradients:
+                keep.update(call.target)
+                keep.update(call.sources)
+                keep.update(r.grad for r in call.results if r.grad is not None)
+                keep.update(f.tensor for f in call.flow)
+        first = self.ops[0].id if self.ops else self.next_op
+        for tape in self.tapes:
+            if tape.ops and tape.ops[0] < first:
+                tape.ops = [i for i in tape.ops if i >= first]
+        self.tensors = {k: v for k, v in self.tensors.items() if k in keep}
+        self.tid = {k: v for k, v in self.tid.items() if v in keep}
+
+    def _op(self, op_id: int) -> Optional[Op]:
+        if not self.ops or op_id < self.ops[0].id:
+            return None
+        op = self.ops[op_id - self.ops[0].id]
+        return op if op.id == op_id else None
+
+    # -- tapes ------------------------------------------------------------------------------
+
+    @staticmethod
+    def state_of(tape) -> Optional[_TapeState]:
+        # Kept on the tape itself: id(tape) is reused once a loop's old tapes are freed.
+        return tape.__dict__.get("_tapeviz_state")
+
+    def open_tape(self, tape, frame) -> _TapeState:
+        state = self.state_of(tape)
+        if state is None:
+            parent = self.active[-1].rec.id if self.active else None
+            rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None, tape._persistent,
+                       tape._watch_accessed_variables, parent)
+            self.tapes.append(rec)
+            state = _TapeState(rec, tape)
+            tape.__dict__["_tapeviz_state"] = state
+            weakref.finalize(tape, state.release)
+            if len(self.tapes) > self.max_tapes:
+                self.drop_oldest_tape()
+        self.active.append(state)
+        self.resume_span(state)
+        return state
+
+    def drop_oldest_tape(self) -> None:
+        """Bound memory in long loops: forget the oldest tape no `with` block holds open."""
+        active = {state.rec.id for state in self.active}
+        for i, rec in enumerate(self.tapes):
+            if rec.id not in active:
+                del self.tapes[i]
+                self.dropped_tapes += 1
+                return
+
+    def close_tape(self, tape, frame) -> None:
+        state = self.state_of(tape)
+        if state is None:
+            return
+        self.pause_span(state)
+        if state in self.active:
+            self.active.remove(state)
+        state.rec.end_line = frame.f_lineno if frame else None
+
+    def pause_span(self, state) -> None:
+        if state.span_start is not None:
+            state.rec.recording_spans.append([state.span_start, self.next_op])
+            state.span_start = None
+
+    def resume_span(self, state) -> None:
+        if state.span_start is None:
+            state.span_start = self.next_op
+
+    def watch(self, tape, tensors, frame) -> None:
+        state = self.state_of(tape)
+        if state is None:
+            return
+        line = frame.f_lineno if frame else None
+        for t in nest.flatten(tensors):
+            handle = getattr(t, "handle", None)
+            obj = handle if isinstance(handle, EagerTensor) else t
+            if not isinstance(obj, EagerTensor):
+                continue
+            rid = self.tensor_id(obj, line)
+            if handle is not None:
+                self.read_variable(rid, t, obj)
+            state.ids.add(obj._id)
+            state.held[obj._id] = t if handle is not None else obj
+            if rid not in state.rec.watched:
+                state.rec.watched.append(rid)
+        self.scan_names(frame)
