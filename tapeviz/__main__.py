@@ -1,9 +1,11 @@
-"""The command line: `python -m tapeviz record|train ...`."""
+"""The command line: `python -m tapeviz record|view|train ...` (also the `tapeviz` command)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import sysconfig
 from pathlib import Path
 
 from .server import runner
@@ -11,11 +13,14 @@ from .server import runner
 RECORD_HELP = """\
 Run a TensorFlow 2 program under tapeviz and write what it recorded as JSON.
 
-The program runs in a separate worker process, exactly as the app runs it: its
-`tf.GradientTape`s are instrumented (they behave exactly like TensorFlow's), and
-every op, tensor, tape and gradient call is written to the recording (schema
-tapeviz.recording/1, described in DESIGN.md). Open the JSON in the app, or read it
-with any JSON tool.
+    python -m tapeviz record main.py -o run.json --timeout 120 -- --lr 0.05
+
+runs `python main.py --lr 0.05` in a separate worker process: its folder first on
+sys.path, sys.argv set, the current directory yours. Its `tf.GradientTape`s (in
+main.py and in every module of your project) are instrumented (they behave
+exactly like TensorFlow's), and every op, tensor, tape and gradient call is
+written to the recording with its file and line (schema tapeviz.recording/1,
+described in DESIGN.md). Open it with `python -m tapeviz view run.json`.
 
 exit status: 0 the program finished; 1 it raised or hit its time limit (the JSON
 is still written, with "error" set and everything recorded until then); 2 bad
@@ -39,6 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write the recording (default: standard output)")
     rec.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                      help="stop the program after this many seconds (default 30; hosted 20)")
+    rec.add_argument("--tapes", metavar="A:B", type=tape_range, default=None,
+                     help="record only top-level tapes A to B-1, counted from 0 in the order "
+                          "they are entered (100:102 is tapes 100 and 101; 5 is tape 5 alone), "
+                          "with the ops up to the next top-level tape; the rest of the program "
+                          "runs uninstrumented, at full speed")
+    rec.epilog = "ARGS after -- go to the program, as in `python PROGRAM.py ARGS...`."
+    view = commands.add_parser("view", help="open a recording in the app",
+                               description="Start the tapeviz app showing RUN.json.")
+    view.add_argument("recording", metavar="RUN.json", help="a recording made by `record`")
+    view.add_argument("--port", type=int, default=8501, help="the app's port (default 8501)")
+    view.add_argument("--headless", action="store_true",
+                      help="do not open a browser (print the URL only)")
     try:
         from .worker import train_cli
     except ImportError:      # the training command ships with the training page
@@ -46,6 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     if train_cli is not None:
         train_cli.add_parser(commands)
     return parser
+
+
+def tape_range(text: str) -> tuple:
+    """"100:102" -> (100, 102); "5" -> (5, 6); "100:" -> (100, None)."""
+    start, colon, stop = text.partition(":")
+    try:
+        a = int(start) if start.strip() else 0
+        b = (int(stop) if stop.strip() else None) if colon else a + 1
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B (two whole numbers)") from None
+    if a < 0 or (b is not None and b <= a):
+        raise argparse.ArgumentTypeError(f"{text!r}: need 0 <= A < B")
+    return a, b
 
 
 def record_main(args) -> int:
@@ -62,17 +92,24 @@ def record_main(args) -> int:
     config.warm = 0                      # one run: no spare worker to keep warm
     pool = runner.Runner(config)
     try:
-        recording = pool.record(source, filename=str(path), timeout=args.timeout)
+        program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
+                   "path": str(path.resolve().parent)}
+        recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
+                                program=program, tapes=args.tapes)
     finally:
         pool.close()
     text = json.dumps(recording, allow_nan=False)
     if args.output and args.output != "-":
         Path(args.output).write_text(text, encoding="utf-8")
+        sys.stdout.write(recording.get("stdout") or "")   # what `python PROGRAM.py` prints
+        sys.stdout.flush()
     else:
         sys.stdout.write(text + "\n")
     error = recording.get("error")
     summary = (f"{len(recording['ops'])} ops, {len(recording['tensors'])} tensors, "
                f"{len(recording['tapes'])} tapes")
+    if recording.get("skipped"):
+        summary += f"; {recording['skipped'].get('note', recording['skipped'])}"
     if error:
         where = f" at line {error['line']}" if error.get("line") else ""
         print(f"tapeviz record: {error['type']}{where}: {error['message']} ({summary})",
@@ -84,14 +121,63 @@ def record_main(args) -> int:
     return 0
 
 
+def view_main(args) -> int:
+    """Check that the file is a recording, then run the app on it (the process becomes it)."""
+    from .page.opened import read_recording     # no TensorFlow, no Streamlit
+    path = Path(args.recording)
+    try:
+        read_recording(path.read_bytes(), path.name)
+    except OSError as e:
+        print(f"tapeviz view: cannot read {args.recording}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"tapeviz view: {e}", file=sys.stderr)
+        return 2
+    app = app_path()
+    if app is None:
+        print("tapeviz view: the app (app.py) is not installed beside the package",
+              file=sys.stderr)
+        return 2
+    env = dict(os.environ, TAPEVIZ_VIEW=str(path.resolve()))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                      os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port",
+               str(args.port), "--server.headless", "true" if args.headless else "false"]
+    print(f"tapeviz view: {args.recording} at http://localhost:{args.port}", file=sys.stderr)
+    os.chdir(app.parent)             # its .streamlit/config.toml: the app's theme and limits
+    os.execve(sys.executable, command, env)
+    return 0    # not reached
+
+
+def app_path():
+    """app.py: beside the package in a checkout, or where `pip install .` put it."""
+    for root in (Path(__file__).resolve().parent.parent,
+                 Path(sysconfig.get_path("data")) / "share" / "tapeviz"):
+        if (root / "app.py").is_file():
+            return root / "app.py"
+    return None
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args = []
+    if argv[:1] == ["record"] and "--" in argv:      # what follows -- is the program's
+        cut = argv.index("--")
+        argv, program_args = argv[:cut], argv[cut + 1:]
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            hint = (" (the program's own arguments go after --: "
+                    "record main.py -o run.json -- --lr 0.05)" if args.command == "record" else "")
+            parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     except SystemExit as e:          # argparse exits 2 on bad usage, 0 on --help
         return int(e.code or 0)
     if args.command == "record":
+        args.args = program_args
         return record_main(args)
+    if args.command == "view":
+        return view_main(args)
     from .worker import train_cli
     return train_cli.main(args)
 

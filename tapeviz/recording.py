@@ -42,6 +42,7 @@ class Tensor:
     producer: Optional[int] = None   # op id
     line: Optional[int] = None       # where it was first seen (created or first used)
     trainable: Optional[bool] = None  # variables only
+    file: Optional[str] = None       # the user's file of `line`, relative to the program's folder
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Op:
     duration_us: Optional[float] = None
     function: Optional[str] = None   # set for tf.function calls: the Python function's name
     call: Optional[int] = None       # for backward ops: index of the gradient call in its tape
+    file: Optional[str] = None       # the user's file of `line`, relative to the program's folder
 
 
 @dataclass
@@ -83,6 +85,7 @@ class GradientCall:
     error: Optional[str] = None
     warning: Optional[str] = None
     note: Optional[str] = None     # e.g. why flow is empty
+    file: Optional[str] = None     # the user's file of `line`
 
 
 @dataclass
@@ -99,6 +102,8 @@ class Tape:
     # [first op id, end op id) of each stretch during which it recorded: entering the
     # block opens one, stop_recording() and leaving the block close it
     recording_spans: list = field(default_factory=list)
+    file: Optional[str] = None                       # the user's file of `line`
+    index: Optional[int] = None    # its number among top-level tapes (counting from 0), when --tapes chose
 
 
 @dataclass
@@ -108,6 +113,7 @@ class Alert:
     tensor: int
     line: Optional[int]
     phase: str = FORWARD
+    file: Optional[str] = None
 
 
 @dataclass
@@ -116,6 +122,7 @@ class Error:
     message: str
     line: Optional[int] = None
     hint: Optional[str] = None
+    file: Optional[str] = None     # the user's file of `line`
 
 
 @dataclass
@@ -130,6 +137,10 @@ class Recording:
     warnings: list = field(default_factory=list)     # [{line, message}]
     dropped: dict = field(default_factory=dict)      # what the bounds dropped: {"ops": n, ...}
     duration_s: Optional[float] = None
+    program: Optional[str] = None    # the program's file, as `file` fields name it
+    files: dict = field(default_factory=dict)     # {file: source} of every user file seen
+    argv: Optional[list] = None      # the program's sys.argv, when it had arguments
+    skipped: dict = field(default_factory=dict)   # what --tapes left uninstrumented
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -173,6 +184,10 @@ class Recording:
             warnings=list(d.get("warnings", [])),
             dropped=dict(d.get("dropped", {})),
             duration_s=d.get("duration_s"),
+            program=d.get("program"),
+            files=dict(d.get("files") or {}),
+            argv=d.get("argv"),
+            skipped=dict(d.get("skipped") or {}),
         )
 
     @classmethod

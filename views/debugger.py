@@ -1,12 +1,13 @@
 """The tape debugger: pick or write a TensorFlow program, run it in a worker, and see what
 the tape recorded, how the gradient flowed, and where a NaN first appeared."""
 import json
+import os
 
 import streamlit as st
 
 from tapeviz import examples
 from tapeviz.draw import figures, graph
-from tapeviz.page import session, share, view
+from tapeviz.page import opened, session, share, view
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.
@@ -60,6 +61,8 @@ def start_from_url():
             st.session_state.url_problem = f"The shared link's code could not be read: {exc}."
     if name and name not in examples.names():
         st.session_state.url_problem = f"There is no example called “{name}”; pick one from the list."
+    if not name and not token and os.environ.get(opened.VIEW_ENV):
+        open_path(os.environ[opened.VIEW_ENV])       # `tapeviz view RUN.json`
     st.session_state.setdefault("source", examples.load(examples.names()[0]).source)
 
 
@@ -78,10 +81,7 @@ def run(source, where):
         status.update(label=("Finished with an error" if failed else "Finished")
                       + (f" in {rec.duration_s:.2f} s" if rec.duration_s else ""),
                       state="error" if failed else "complete")
-    for key in [*VIEW_KEYS, *[k for k in st.session_state if str(k).startswith("step:")]]:
-        st.session_state.pop(key, None)
-    st.session_state.update(rec=rec, rec_dict=recorded, run_id=st.session_state.get("run_id", 0) + 1,
-                            group=view.auto_group(rec), tape=view.default_tape(rec))
+    adopt(rec, recorded)
     # Another page may ask for a view of what it sent (the training page: {"call": 0}).
     wanted = st.session_state.pop("after_run", {})
     if wanted.get("call") is not None and wanted["call"] < len(view.call_choices(rec)):
@@ -92,6 +92,62 @@ def run(source, where):
         st.query_params.from_dict({"example": name})
     elif st.query_params.get("code") != share.encode(source):
         st.query_params.clear()
+
+
+def adopt(rec, recorded):
+    """Show `rec` from a clean view (a new run, or an opened recording)."""
+    for key in [*VIEW_KEYS, *[k for k in st.session_state if str(k).startswith("step:")]]:
+        st.session_state.pop(key, None)
+    st.session_state.update(rec=rec, rec_dict=recorded, run_id=st.session_state.get("run_id", 0) + 1,
+                            group=view.auto_group(rec), tape=view.default_tape(rec))
+
+
+# -- opening a recording made elsewhere (`tapeviz record`, `tapeviz view`, a download) -------
+def open_bytes(data: bytes, name: str):
+    try:
+        rec, recorded = opened.read_recording(data, name)
+    except ValueError as exc:
+        st.session_state.open_problem = str(exc)
+        return
+    st.session_state.pop("example", None)
+    st.session_state.source = rec.source
+    st.session_state.opened_name = name
+    adopt(rec, recorded)
+
+
+def open_path(path: str):
+    try:
+        with open(path, "rb") as f:
+            open_bytes(f.read(), os.path.basename(path))
+    except OSError as exc:
+        st.session_state.open_problem = f"Cannot read {path}: {exc.strerror or exc}"
+
+
+def open_upload():
+    upload = st.session_state.get("open_file")
+    if upload is not None:
+        open_bytes(upload.getvalue(), upload.name)
+
+
+def open_section():
+    with st.expander("📂 Open a recording", expanded=bool(st.session_state.get("open_problem"))):
+        st.file_uploader("A recording (.json) from `tapeviz record -o run.json` or ⬇ Recording",
+                         type=["json"], key="open_file", on_change=open_upload)
+        if problem := st.session_state.pop("open_problem", None):
+            st.error(problem)
+    if name := st.session_state.get("opened_name"):
+        rec = st.session_state.get("rec")
+        args = " ".join(rec.argv[1:]) if rec is not None and rec.argv else ""
+        st.caption(f"Showing the recording **{name}**"
+                   + (f" of `{rec.program}`" if rec is not None and rec.program else "")
+                   + (f" run with `{args}`" if args else "") + "; **Run** records the editor's text afresh.")
+
+
+def show_source(where, rec, G, node, line):
+    """The line of a picked node in its own file of the user's project."""
+    file = opened.file_of(rec, G.nodes[node])
+    where.markdown(f"**{opened.where(rec, file, line)}**:")
+    where.markdown(view.code_html(opened.source_of(rec, file), line), unsafe_allow_html=True)
 
 
 def show_result(rec):
@@ -206,8 +262,7 @@ def show_inspector(rec, G, flow):
         if d.consumers:
             code.markdown("**used by** " + "; ".join(d.consumers))
         if d.line:
-            code.markdown(f"**line {d.line}** of the program:")
-            code.markdown(view.code_html(rec.source, d.line), unsafe_allow_html=True)
+            show_source(code, rec, G, st.session_state.pick, d.line)
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -228,7 +283,9 @@ with left:
         clicked = st.form_submit_button("▶  Run   (Ctrl+Enter)", type="primary")
     status_area = st.container()
     if clicked or st.session_state.pop("pending", False):
+        st.session_state.pop("opened_name", None)
         run(st.session_state.source, status_area)
+    open_section()
 
 if problem := st.session_state.pop("url_problem", None):
     top.warning(problem)
@@ -247,6 +304,8 @@ for i, alert in enumerate(rec.alerts[:3]):
 for warning in rec.warnings[:5]:
     line = warning.get("line")
     top.warning((f"Line {line}: " if line else "") + str(warning.get("message", warning)))
+if rec.skipped:
+    top.info("**--tapes:** " + str(rec.skipped.get("note", rec.skipped)))
 if rec.dropped:
     top.warning("The recording hit its size bounds and left out: "
                 + ", ".join(f"{n} {what}" for what, n in rec.dropped.items()) + ".")

@@ -185,6 +185,8 @@ def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:
     else:
         env = dict(os.environ)
     env["PYTHONPATH"] = sandbox.SANDBOX_PACKAGE_ROOT if sandboxed else str(PACKAGE_ROOT)
+    if not config.hosted and os.environ.get("PYTHONPATH"):    # the user's own, as python sees it
+        env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -149,24 +149,30 @@ class Runner:
 
     # -- jobs ---------------------------------------------------------------------------------
     def record(self, source: str, filename: str = "program.py",
-               timeout: Optional[float] = None, on_wait=None, owner=None) -> dict:
+               timeout: Optional[float] = None, on_wait=None, owner=None,
+               program: Optional[dict] = None, tapes: Optional[tuple] = None) -> dict:
         """Run a program in a worker and return its recording as a plain dict.
 
         Never raises for a fault of the program or the worker: those come back in `error`.
         `on_wait(place)` is called while the run waits in the queue, each time its place
-        changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it."""
+        changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it. `program`
+        ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would; hosted mode keeps
+        only argv (its sandbox has its own directory). `tapes` (A, B): see worker/window.py."""
+        if program and self.config.hosted:
+            program = {"argv": program.get("argv")}
         job = self._register(owner)
         try:
             if not self._runs.acquire(on_wait, job.cancelled):
                 return _cancelled(source)
             try:
-                return self._record(job, source, filename, timeout)
+                return self._record(job, source, filename, timeout, program, tapes)
             finally:
                 self._runs.release()
         finally:
             self._unregister(job)
 
-    def _record(self, job: Job, source: str, filename: str, timeout: Optional[float]) -> dict:
+    def _record(self, job: Job, source: str, filename: str, timeout: Optional[float],
+                program: Optional[dict] = None, tapes: Optional[tuple] = None) -> dict:
         limits = self.config.limits
         timeout = limits.timeout_s if timeout is None else timeout
         worker = job.worker = self._take()
@@ -184,7 +190,8 @@ class Runner:
             try:
                 worker.send({"kind": "record", "source": source, "filename": filename,
                              "timeout": timeout, "max_ops": limits.max_ops,
-                             "max_stdout": limits.max_stdout, "limits": limits.rlimits()})
+                             "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
+                             "program": program, "tapes": list(tapes) if tapes else None})
             except OSError:
                 pass                 # it died: the reader reports the exit
             message = worker.next_message(timeout + GRACE_S)

@@ -35,13 +35,18 @@ def make_tape_class(session: Session):
 
         def __enter__(self):
             result = super().__enter__()
-            if self._tracked():
-                session.open_tape(self, session.user_frame(sys._getframe(1)))
+            window = session.window           # --tapes: only some top-level tapes record
+            if self._tracked() and (window is None or window.enter(self)):
+                state = session.open_tape(self, session.user_frame(sys._getframe(1)))
+                if window is not None and state.rec.parent is None:
+                    state.rec.index = window.current
             return result
 
         def __exit__(self, typ, value, tb):
             result = super().__exit__(typ, value, tb)
-            if self._tracked():
+            if session.window is not None:
+                session.window.exit(self)
+            if self._tracked() and session.state_of(self) is not None:
                 frame = session.user_frame(sys._getframe(1))
                 session.scan_names(frame)
                 session.close_tape(self, frame)
@@ -181,7 +186,7 @@ def make_tape_class(session: Session):
                                 [session.source_id(t, line) for t in nest.flatten(target)
                                  if _is_tensorlike(t)],
                                 [session.source_id(s, line) for s in nest.flatten(sources)
-                                 if _is_tensorlike(s)])
+                                 if _is_tensorlike(s)], file=session.here)
             if self._recording and self._persistent:
                 call.warning = explain.PERSISTENT_INSIDE_HINT
                 session.warnings.append({"line": line, "message": explain.PERSISTENT_INSIDE_HINT})

@@ -20,11 +20,12 @@ from typing import Optional
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-from tensorflow.python.framework import op_callbacks  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from .instrumented import make_import, make_tape_class  # noqa: E402
+from .program import ProgramEnv  # noqa: E402
+from .window import TapeWindow  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -132,12 +133,15 @@ def _time_limit(seconds: Optional[float]):
 
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
-           namespace: Optional[dict] = None) -> Recording:
+           namespace: Optional[dict] = None, program: Optional[dict] = None,
+           tapes: Optional[tuple] = None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
     reported in `Recording.error`, with everything recorded up to that point. `namespace`,
-    if given, receives the program's globals (tests compare them with a plain run)."""
+    if given, receives the program's globals (tests compare them with a plain run).
+    `program` ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would (program.py);
+    `tapes` (A, B) records only those top-level tapes (window.py)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -154,14 +158,15 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     user_builtins = dict(builtins.__dict__)
     user_builtins["__import__"] = make_import(make_tape_class(session))
-    namespace = {} if namespace is None else namespace
+    env = ProgramEnv(program, session.files, user_builtins)
+    namespace = env.namespace(namespace)
     namespace.update({"__name__": "__main__", "__file__": filename,
                       "__builtins__": user_builtins})
     session.module_globals = namespace
-    callback = session.on_op
-    op_callbacks.add_op_callback(callback)
+    window = TapeWindow(session, tapes)
+    window.open()
     try:
-        with contextlib.redirect_stdout(out), _time_limit(timeout), \
+        with contextlib.redirect_stdout(out), _time_limit(timeout), env, \
                 tf.variable_creator_scope(session.on_variable):
             exec(code, namespace)
     except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
@@ -170,12 +175,14 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         else:
             error = _error(session, exc, filename, timeout or 0)
     finally:
-        op_callbacks.remove_op_callback(callback)
+        window.close()
         linecache.cache.pop(filename, None)
     session.quiet += 1
     try:
         session.scan_namespace(namespace)      # names bound by the program's last lines
     finally:
         session.quiet -= 1
-    return session.finish(out.text(), error, time.perf_counter() - started)
+    rec = session.finish(out.text(), error, time.perf_counter() - started)
+    rec.argv = list(program["argv"]) if program and program.get("argv") else None
+    return rec
 

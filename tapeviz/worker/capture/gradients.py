@@ -103,4 +103,4 @@ class GradientsAndAlerts:
                 continue
             for kind, count in (("nan", stats.nan), ("inf", stats.inf)):
                 if count and not any(a.kind == kind and a.phase == op.phase for a in self.alerts):
-                    self.alerts.append(Alert(kind, op.id, rid, op.line, op.phase))
+                    self.alerts.append(Alert(kind, op.id, rid, op.line, op.phase, op.file))

@@ -83,7 +83,7 @@ class OpsAndTapes:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
-                self.grad_call if phase == BACKWARD else None)
+                self.grad_call if phase == BACKWARD else None, file=self.here)
         self.append_op(op)
         self.last_time = time.perf_counter()
         return None
@@ -118,7 +118,7 @@ class OpsAndTapes:
             tapes = self.which_tapes([handle], [t], False)
             self.append_op(Op(op_id, "ReadVariableOp", [handle_rid], [out], line,
                               context.context().scope_name.rstrip("/") or None, tapes,
-                              BACKWARD if self.grad_depth else FORWARD, 0.0))
+                              BACKWARD if self.grad_depth else FORWARD, 0.0, file=self.here))
 
     def append_op(self, op: Op) -> None:
         self.ops.append(op)
@@ -209,7 +209,7 @@ class OpsAndTapes:
         if state is None:
             parent = self.active[-1].rec.id if self.active else None
             rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None, tape._persistent,
-                       tape._watch_accessed_variables, parent)
+                       tape._watch_accessed_variables, parent, file=self.here)
             self.tapes.append(rec)
             state = _TapeState(rec, tape)
             tape.__dict__["_tapeviz_state"] = state

@@ -11,6 +11,7 @@ from collections import deque
 from typing import Optional
 
 from ...recording import VARIABLE, Error, Recording
+from ..frames import UserFiles, nearest_user_frame
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
@@ -46,17 +47,17 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.scanned: dict = {}          # id(frame) -> last line whose locals were scanned
         self.last_time = time.perf_counter()
         self.module_globals: Optional[dict] = None
+        self.files = UserFiles(filename)  # the user's project files, named for the recording
+        self.here: Optional[str] = None  # the file of the last user frame found: ops, tensors
+        self.window = None               # a TapeWindow when only some top-level tapes record
 
     # -- where in the user's program are we? ---------------------------------------------
 
     def user_frame(self, frame=None):
-        f = frame or sys._getframe(2)
-        filename = self.filename
-        while f is not None:
-            if f.f_code.co_filename == filename:
-                return f
-            f = f.f_back
-        return None
+        """The nearest frame in a file of the user's project (library frames skipped); its
+        file's name is left in `self.here` for what is stamped next."""
+        f, self.here = nearest_user_frame(frame or sys._getframe(2), self.files)
+        return f
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
         for state in list(self.active):
@@ -66,9 +67,13 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
             if rec is not None and rec.kind == VARIABLE:
                 rec.name = rec.name or self.variable_names.get(tf_id)
                 rec.trainable = self.trainable.get(tf_id, rec.trainable)
-        block_ends = _with_block_ends(self.source)
+        files = self.files.sources(self.source)
+        block_ends = {}
         for tape in self.tapes:
-            tape.end_line = block_ends.get(tape.line, tape.end_line)
+            text = files.get(tape.file, self.source) if tape.file else self.source
+            if text not in block_ends:
+                block_ends[text] = _with_block_ends(text)
+            tape.end_line = block_ends[text].get(tape.line, tape.end_line)
         kept = {op.id for op in self.ops}
         self.compact()
         for tape in self.tapes:
@@ -78,7 +83,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),
-                         warnings=self.warnings, dropped=dropped, duration_s=duration_s)
+                         warnings=self.warnings, dropped=dropped, duration_s=duration_s,
+                         program=self.files.main, files=files,
+                         skipped=self.window.skipped() if self.window is not None else {})
 
 def _with_block_ends(source: str) -> dict:
     """Line of each `with` statement -> the last line of its block."""

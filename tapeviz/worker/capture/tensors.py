@@ -73,11 +73,11 @@ class TensorsAndNames:
         dtype = t.dtype
         if dtype.as_datatype_enum == RESOURCE:
             rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
-                         producer=producer, line=line)
+                         producer=producer, line=line, file=self.here)
         else:
             rec = Tensor(rid, None, list(t._shape_tuple()), dtype.name,
                          INTERMEDIATE if producer is not None else CONSTANT,
-                         producer=producer, line=line)
+                         producer=producer, line=line, file=self.here)
             self.describe(rec, t)
         self.tensors[rid] = rec
         return rid

@@ -1,0 +1,40 @@
+"""`tapeviz.figure(rec)`: one plotly figure of a recording, drawn as the debugger page draws
+it (a tape's op graph, or the gradient flow of one of its calls). No TensorFlow here.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from . import figures, graph, layout
+from ..recording import Recording
+
+
+def as_recording(rec) -> Recording:
+    """A Recording from a capture (`rec.recording`), a Recording, its dict, or a JSON path."""
+    rec = getattr(rec, "recording", rec)
+    if isinstance(rec, Recording):
+        return rec
+    if isinstance(rec, dict):
+        return Recording.from_dict(rec)
+    if isinstance(rec, (str, Path)):
+        return Recording.from_dict(json.loads(Path(rec).read_text(encoding="utf-8")))
+    raise TypeError(f"not a recording: {type(rec).__name__} (nothing recorded yet?)")
+
+
+def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
+           group: Optional[bool] = None):
+    """The op graph of `tape` (default: the first outermost tape; every op when there is
+    none), coloured by the gradient flow of its `call`-th gradient call when given. `group`
+    folds Keras layers into one node each (default: when there are many ops)."""
+    rec = as_recording(rec)
+    if tape is None:
+        tape = next((tp.id for tp in rec.tapes if tp.parent is None), None)
+    if group is None:
+        group = len(rec.ops) > 200 and any(graph.group_key(op.scope) for op in rec.ops)
+    G = graph.build(rec, tape=tape, group=group, call=call)
+    flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
+    what = f"tape {tape}" if tape is not None else "every op"
+    title = f"{what}: gradient flow of call {call}" if call is not None else f"op graph of {what}"
+    return figures.op_graph(G, layout.layered(G), flow=flow, title=title)
