@@ -182,5 +182,10 @@ def main(argv=None) -> int:
     return train_cli.main(args)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The `tapeviz` console command (pyproject.toml)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()
