@@ -116,3 +116,96 @@ def test_hosted_workers_do_not_see_the_servers_environment(monkeypatch):
     assert rec["error"] is None, rec["error"]
     assert "TAPEVIZ_SECRET_FOR_TEST" not in rec["stdout"]
     assert "tapeviz-" in rec["stdout"]      # a fresh temporary working directory
+
+
+# -- a practitioner's own project: recorded from its folder, with its arguments ----------------
+
+from user_project import (line_of, plain_run, printed_gradients, recorded_gradients,  # noqa: E402
+                          write_project)
+
+
+def cli_in(folder, *args, timeout=300):
+    """`python -m tapeviz ...` run from the user's project folder, tapeviz on PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "tapeviz", *args], capture_output=True,
+                          text=True, cwd=folder, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    folder = write_project(tmp_path_factory.mktemp("project"))
+    return folder, plain_run(folder, "--lr", "0.05", "--steps", "4")
+
+
+def test_a_multi_file_project_runs_as_plain_python_and_is_attributed_to_its_files(project):
+    folder, plain = project
+    result = cli_in(folder, "record", "main.py", "-o", "run.json", "--timeout", "120",
+                    "--", "--lr", "0.05", "--steps", "4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads((folder / "run.json").read_text())
+    # The same printed output as `python main.py --lr 0.05 --steps 4`, in the recording and
+    # on the terminal; argv, __file__, sys.path[0] and the working directory as python sets them.
+    assert data["stdout"] == plain and result.stdout == plain
+    assert "argv ['main.py', '--lr', '0.05', '--steps', '4'] main __main__ main.py path0 True cwd True" \
+        in plain
+    assert data["argv"] == ["main.py", "--lr", "0.05", "--steps", "4"]
+    # Ops inside the package carry its file and line; the program's own ops carry main.py.
+    where = {(op["file"], op["line"], op["type"]) for op in data["ops"]}
+    assert ("trainer/model.py", line_of(folder, "trainer/model.py", "tf.matmul"), "MatMul") in where
+    assert ("trainer/model.py", line_of(folder, "trainer/model.py", "tf.tanh"), "Tanh") in where
+    assert ("trainer/losses.py", line_of(folder, "trainer/losses.py", "tf.square"), "Square") \
+        in where
+    assert ("main.py", line_of(folder, "main.py", "tf.reduce_sum"), "Sum") in where
+    assert {op["file"] for op in data["ops"]} <= {"main.py", "trainer/model.py",
+                                                   "trainer/losses.py", "trainer/loop.py"}
+    # Tapes in the package and in main.py were instrumented, each at its own file and line.
+    loop_tape = line_of(folder, "trainer/loop.py", "GradientTape")
+    assert [(t["file"], t["line"]) for t in data["tapes"]] == \
+        [("trainer/loop.py", loop_tape)] * 4 + [("main.py", line_of(folder, "main.py", "GradientTape"))]
+    call = data["tapes"][0]["gradients"][0]
+    assert (call["file"], call["line"]) == ("trainer/loop.py",
+                                            line_of(folder, "trainer/loop.py", "tape.gradient"))
+    # The gradients of every tape equal plain TensorFlow's, as the plain run printed them.
+    assert recorded_gradients(data) == printed_gradients(plain)
+    # The page can show each file's source.
+    assert data["program"] == "main.py"
+    assert data["files"]["trainer/model.py"] == (folder / "trainer/model.py").read_text()
+
+
+def test_tapes_records_only_the_chosen_top_level_tapes(project):
+    folder, plain = project
+    result = cli_in(folder, "record", "main.py", "--tapes", "1:3", "-o", "window.json",
+                    "--timeout", "120", "--", "--lr", "0.05", "--steps", "4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads((folder / "window.json").read_text())
+    assert data["stdout"] == plain          # the skipped steps still ran, unchanged
+    assert [t["index"] for t in data["tapes"]] == [1, 2]
+    assert recorded_gradients(data) == printed_gradients(plain)[1:3]
+    assert data["skipped"]["tapes"] == "1:3"
+    assert (data["skipped"]["top_level_tapes"], data["skipped"]["before"],
+            data["skipped"]["after"]) == (5, 1, 2)
+    first, last = data["ops"][0]["id"], data["ops"][-1]["id"]
+    # Nothing of tape 0's step or of the last tape's was recorded.
+    assert all(op["file"] != "main.py" or op["line"] != line_of(folder, "main.py", "tf.reduce_sum")
+               for op in data["ops"])
+    assert last - first + 1 == len(data["ops"])
+    assert "ran without instrumentation" in result.stderr
+
+
+def test_program_arguments_need_the_separator_and_bad_ranges_are_usage_errors(project):
+    folder, _ = project
+    result = cli_in(folder, "record", "main.py", "--lr", "0.05")
+    assert result.returncode == 2 and "after --" in result.stderr
+    result = cli_in(folder, "record", "main.py", "--tapes", "3:1")
+    assert result.returncode == 2 and "0 <= A < B" in result.stderr
+
+
+def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
+    (tmp_path / "notes.json").write_text('{"hello": 1}')
+    (tmp_path / "broken.json").write_text("{not json")
+    result = cli("view", str(tmp_path / "notes.json"), "--headless")
+    assert result.returncode == 2
+    assert "notes.json is JSON but not a tapeviz recording" in result.stderr
+    result = cli("view", str(tmp_path / "broken.json"), "--headless")
+    assert result.returncode == 2 and "not valid JSON" in result.stderr
+    assert cli("view", str(tmp_path / "missing.json")).returncode == 2
