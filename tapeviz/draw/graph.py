@@ -30,6 +30,13 @@ CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORW
 VALUE_CHARS = 160
 
 
+def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
+    """"line 6", or "line 6 of trainer/losses.py" when it is another file than the program's."""
+    if file and rec.program and file != rec.program:
+        return f"line {line} of {file}"
+    return f"line {line}"
+
+
 def tensor_node(tensor_id: int) -> str:
     return f"t{tensor_id}"
 
@@ -398,7 +405,7 @@ def _op_hover(rec: Recording, op) -> str:
             lines.append(f"{word}: " + ", ".join(_tensor_brief(rec, t) for t in ids[:6])
                          + (" …" if len(ids) > 6 else ""))
     if op.line is not None:
-        lines.append(f"line {op.line}")
+        lines.append(line_words(rec, op.file, op.line))
     if op.scope:
         lines.append(f"scope {op.scope}")
     lines.append("recorded by tape " + ", ".join(map(str, op.tapes)) if op.tapes else "recorded by no tape")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
+from ..draw import graph
 from ..recording import SCHEMA, Recording
 
 VIEW_ENV = "TAPEVIZ_VIEW"      # `tapeviz view` names the recording the app opens with
@@ -64,6 +65,5 @@ def source_of(rec: Recording, file: Optional[str]) -> str:
 
 def where(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
     """"line 12 of mylib/model.py", or "line 12 of the program" for the program itself."""
-    if file and file != rec.program:
-        return f"line {line} of {file}"
-    return f"line {line} of the program"
+    words = graph.line_words(rec, file, line)
+    return words if " of " in words else f"{words} of the program"

@@ -78,7 +78,7 @@ def steps(rec: Recording, tape: Optional[int] = None) -> list:
 
 def step_label(rec: Recording, op_id: int) -> str:
     op = rec.op(op_id)
-    where = f", line {op.line}" if op.line is not None else ""
+    where = f", {graph.line_words(rec, op.file, op.line)}" if op.line is not None else ""
     return f"{op.function or op.type} ({op.phase}{where})"
 
 
