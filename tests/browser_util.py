@@ -42,11 +42,19 @@ def free_port() -> int:
 @contextlib.contextmanager
 def streamlit_server(env=None):
     """The app's URL while it runs; its process group (workers included) is killed after."""
+    with served(lambda port: [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                              "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                env=env) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def served(command, cwd=ROOT, env=None):
+    """The URL of the app that `command(port)` starts, while it runs (e.g. `tapeviz view`)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
+        command(port), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
         start_new_session=True)    # its own process group: teardown kills its workers too
     url = f"http://127.0.0.1:{port}"
     try:

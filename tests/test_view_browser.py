@@ -3,16 +3,12 @@ multi-file project, a picked node shows its own file's source, and "Open a recor
 refuses a file that is not one with a clear message."""
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
-from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, free_port,
-                          screenshot_path)
+from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served
 from user_project import line_of, write_project
 
 SIZES = [(1600, 1000), (1280, 720), (1024, 768)]
@@ -32,31 +28,10 @@ def recording(tmp_path_factory):
 @pytest.fixture(scope="module")
 def viewer(recording):
     folder, _ = recording
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     # Started from the project's folder, as a user would: the command finds the app itself.
-    proc = subprocess.Popen([sys.executable, "-m", "tapeviz", "view", "run.json", "--port", str(port),
-                             "--headless"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("tapeviz view did not start the app")
-                time.sleep(0.3)
+    with served(lambda port: [sys.executable, "-m", "tapeviz", "view", "run.json", "--port", str(port),
+                              "--headless"], cwd=folder, env={"PYTHONPATH": str(ROOT)}) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def pick_node(page, text):
