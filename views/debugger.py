@@ -130,7 +130,7 @@ def open_upload():
 
 
 def open_section():
-    with st.expander("📂 Open a recording", expanded=bool(st.session_state.get("open_problem"))):
+    with st.expander("Open a recording", icon=":material/folder_open:", expanded=bool(st.session_state.get("open_problem"))):
         st.file_uploader("A recording (.json) from `tapeviz record -o run.json` or ⬇ Recording",
                          type=["json"], key="open_file", on_change=open_upload)
         if problem := st.session_state.pop("open_problem", None):

@@ -23,7 +23,7 @@ def tape_choices(rec: Recording) -> list:
     for tp in rec.tapes:
         words = [f"tape {tp.id}"]
         if tp.line is not None:
-            words.append(f"line {tp.line}")
+            words.append(graph.line_words(rec, tp.file, tp.line))
         if tp.parent is not None:
             words.append(f"inside tape {tp.parent}")
         elif any(other.parent == tp.id for other in rec.tapes):
