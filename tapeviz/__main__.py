@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("-o", "--output", metavar="OUT.json",
                      help="where to write the recording (default: standard output)")
     rec.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                     help="stop the program after this many seconds (default 30; hosted 20)")
+                     help=f"stop the program after this many seconds (default {LOCAL_TIMEOUT_S:g} "
+                          f"for your own program; hosted 20, or TAPEVIZ_TIMEOUT_S)")
     rec.add_argument("--tapes", metavar="A:B", type=tape_range, default=None,
                      help="record only top-level tapes A to B-1, counted from 0 in the order "
                           "they are entered (100:102 is tapes 100 and 101; 5 is tape 5 alone), "
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     if train_cli is not None:
         train_cli.add_parser(commands)
     return parser
+
+
+LOCAL_TIMEOUT_S = 600.0    # a practitioner's training script runs at its own pace, not a class's
 
 
 def tape_range(text: str) -> tuple:
@@ -90,6 +94,8 @@ def record_main(args) -> int:
         return 2
     config = runner.Config.from_env()
     config.warm = 0                      # one run: no spare worker to keep warm
+    if args.timeout is None and not config.hosted and "TAPEVIZ_TIMEOUT_S" not in os.environ:
+        args.timeout = LOCAL_TIMEOUT_S
     pool = runner.Runner(config)
     try:
         program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
