@@ -59,8 +59,9 @@ def test_view_opens_the_recording_and_shows_each_nodes_own_file(viewer, recordin
         assert "return tf.tanh(z + self.b)" in page.inner_text("body")
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
+            page.get_by_text(f"line {line} of trainer/model.py").scroll_into_view_if_needed()
             page.wait_for_timeout(800)
-            page.screenshot(path=screenshot_path(f"view_{width}x{height}.png"), full_page=True)
+            page.screenshot(path=screenshot_path(f"view_{width}x{height}.png"))
 
 
 def test_open_a_recording_refuses_other_files_and_opens_recordings(viewer, recording, tmp_path):
