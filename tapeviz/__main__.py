@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "they are entered (100:102 is tapes 100 and 101; 5 is tape 5 alone), "
                           "with the ops up to the next top-level tape; the rest of the program "
                           "runs uninstrumented, at full speed")
-    rec.epilog = "ARGS after -- go to the program, as in `python PROGRAM.py ARGS...`."
+    rec.epilog = ("ARGS after -- go to the program, as in `python PROGRAM.py ARGS...`; without "
+                  "--, arguments after the program that tapeviz does not know go to it too.")
     view = commands.add_parser("view", help="open a recording in the app",
                                description="Start the tapeviz app showing RUN.json.")
     view.add_argument("recording", metavar="RUN.json", help="a recording made by `record`")
@@ -147,8 +148,11 @@ def view_main(args) -> int:
     env = dict(os.environ, TAPEVIZ_VIEW=str(path.resolve()))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                       os.environ.get("PYTHONPATH")]))
+    # Not headless, Streamlit opens a browser, and on its first run asks for an e-mail on
+    # stdin: only where someone can answer (a terminal), or it would wait forever.
+    headless = args.headless or not sys.stdin.isatty()
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port",
-               str(args.port), "--server.headless", "true" if args.headless else "false"]
+               str(args.port), "--server.headless", "true" if headless else "false"]
     print(f"tapeviz view: {args.recording} at http://localhost:{args.port}", file=sys.stderr)
     os.chdir(app.parent)             # its .streamlit/config.toml: the app's theme and limits
     os.execve(sys.executable, command, env)
@@ -164,23 +168,39 @@ def app_path():
     return None
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    program_args = []
+def parse(argv: list):
+    """The command's arguments; for `record`, `args.args` are the program's own: those after
+    `--`, else those after the program that are not tapeviz's (said on stderr).
+    Raises SystemExit on bad usage, as argparse does."""
+    program_args = None
     if argv[:1] == ["record"] and "--" in argv:      # what follows -- is the program's
         cut = argv.index("--")
         argv, program_args = argv[:cut], argv[cut + 1:]
     parser = build_parser()
-    try:
-        args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command != "record" or program_args is not None:
         if extra:
-            hint = (" (the program's own arguments go after --: "
-                    "record main.py -o run.json -- --lr 0.05)" if args.command == "record" else "")
-            parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.args = program_args or []
+        return args
+    after = argv[argv.index(args.program) + 1:] if args.program in argv else []
+    if any(a not in after for a in extra):
+        parser.error(f"unrecognized arguments: {' '.join(extra)} (the program's own arguments "
+                     f"go after it, best after --: record main.py -o run.json -- --lr 0.05)")
+    if extra:
+        print(f"tapeviz record: passing {' '.join(extra)} to {args.program} (put the "
+              f"program's arguments after -- to make sure tapeviz takes none of them)",
+              file=sys.stderr)
+    args.args = extra
+    return args
+
+
+def main(argv=None) -> int:
+    try:
+        args = parse(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:          # argparse exits 2 on bad usage, 0 on --help
         return int(e.code or 0)
     if args.command == "record":
-        args.args = program_args
         return record_main(args)
     if args.command == "view":
         return view_main(args)

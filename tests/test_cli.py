@@ -192,12 +192,27 @@ def test_tapes_records_only_the_chosen_top_level_tapes(project):
     assert "ran without instrumentation" in result.stderr
 
 
-def test_program_arguments_need_the_separator_and_bad_ranges_are_usage_errors(project):
+def test_the_programs_own_arguments_after_the_separator_or_after_the_program():
+    from tapeviz.__main__ import parse
+    args = parse(["record", "main.py", "-o", "run.json", "--timeout", "120", "--", "--lr", "0.05",
+                  "-o", "x"])
+    assert (args.program, args.output, args.timeout, args.args) == \
+        ("main.py", "run.json", 120.0, ["--lr", "0.05", "-o", "x"])
+    args = parse(["record", "--tapes", "100:102", "main.py", "--lr", "0.05", "-o", "run.json",
+                  "data.txt"])
+    assert (args.tapes, args.output, args.args) == ((100, 102), "run.json",
+                                                     ["--lr", "0.05", "data.txt"])
+    assert parse(["record", "main.py", "--tapes", "7"]).tapes == (7, 8)
+    assert parse(["record", "main.py", "--tapes", "7:"]).tapes == (7, None)
+
+
+def test_bad_record_and_view_usage_exits_2(project):
     folder, _ = project
-    result = cli_in(folder, "record", "main.py", "--lr", "0.05")
+    result = cli_in(folder, "record", "--lr", "0.05", "main.py")
     assert result.returncode == 2 and "after --" in result.stderr
     result = cli_in(folder, "record", "main.py", "--tapes", "3:1")
     assert result.returncode == 2 and "0 <= A < B" in result.stderr
+    assert cli_in(folder, "view", "run.json", "--port", "soon").returncode == 2
 
 
 def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
