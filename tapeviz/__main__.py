@@ -60,7 +60,11 @@ def record_main(args) -> int:
         return 2
     config = runner.Config.from_env()
     config.warm = 0                      # one run: no spare worker to keep warm
-    pool = runner.Runner(config)
+    try:
+        pool = runner.Runner(config)
+    except runner.SandboxUnavailable as e:   # hosted mode refuses to run unsandboxed
+        print(f"tapeviz record: {e}", file=sys.stderr)
+        return 2
     try:
         recording = pool.record(source, filename=str(path), timeout=args.timeout)
     finally:
