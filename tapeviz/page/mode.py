@@ -16,9 +16,10 @@ def banner() -> None:
     except Exception as exc:  # noqa: BLE001 - e.g. SandboxUnavailable: the page says why
         st.error(f"**This instance does not run programs.** {exc}", icon=":material/block:")
         return
-    line, detail = st.columns([6, 1], vertical_alignment="center")
+    line, detail = st.columns([5, 1], vertical_alignment="center")
     line.caption(visitor_line(status))
-    with detail.popover("How code runs here", width="stretch"):
+    with detail.popover("Walls", icon=":material/security:", width="stretch",
+                        help="How this instance runs programs: its mode and its walls"):
         st.markdown(f"**Mode:** {status['mode']}" + ("" if status["mode"] == "hosted" else
                     " (set `TAPEVIZ_MODE=hosted` for an instance others use)"))
         for wall in status.get("walls", []):
@@ -33,7 +34,7 @@ def visitor_line(status: dict) -> str:
         return (":material/computer: Local mode: programs run on this machine with the app's "
                 "own permissions, in a separate process with a time limit. Not isolated.")
     if status.get("isolated"):
-        return (":material/shield: Your code runs isolated: its own sandbox and process, no "
-                "network, none of the server's files, bounded time and memory.")
-    return (":material/warning: Hosted without a sandbox: your code runs in its own process "
-            "with limits, but is not isolated from this machine.")
+        return (":material/shield: Programs run isolated: each in its own sandbox and process, "
+                "no network, none of the server's files, bounded time and memory.")
+    return (":material/warning: Hosted without a sandbox: each program runs in its own "
+            "process with limits, but is not isolated from this machine.")
