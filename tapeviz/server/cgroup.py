@@ -8,6 +8,7 @@ the server's cgroup delegates the memory controller; the v1 memory hierarchy oth
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import signal
@@ -105,7 +106,19 @@ class MemoryCgroups:
             if "memory" not in (parent / "cgroup.controllers").read_text().split():
                 return False
             if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
-                _write(parent / "cgroup.subtree_control", "+memory")
+                try:
+                    _write(parent / "cgroup.subtree_control", "+memory")
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        raise
+                    # cgroup v2 hands controllers only to children of a cgroup without
+                    # processes: the server (a container's only process, as in the
+                    # Dockerfile) moves into a leaf of its own first.
+                    leaf = parent / "tapeviz-server"
+                    leaf.mkdir(exist_ok=True)
+                    for pid in (parent / "cgroup.procs").read_text().split():
+                        _write(leaf / "cgroup.procs", pid)
+                    _write(parent / "cgroup.subtree_control", "+memory")
         except OSError:
             return False
         return cls._can_make(parent, "memory.max")
