@@ -81,6 +81,12 @@ class Runner:
                                  " programs run with resource limits and their own user ids "
                                  "only; they can read the machine's world-readable files and "
                                  "open network connections.")
+        if root and self.bwrap is None and (hidden := sandbox.unsearchable_python_dir()):
+            self.warnings.append(
+                f"Python lives under {hidden}, which other users cannot enter: with the "
+                f"sandbox off, a worker running as its own user id fails to import modules "
+                f"it had not loaded yet. Install Python under /usr/local or /opt, or use "
+                f"the sandbox (it shows Python to every worker).")
         if root:
             self.uids = sandbox.UidPool()
         else:

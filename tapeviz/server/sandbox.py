@@ -66,6 +66,22 @@ def _python_dirs() -> list:
     return _outermost(out)
 
 
+def unsearchable_python_dir() -> Optional[str]:
+    """A directory above Python (or its virtualenv) that other users cannot enter, such as
+    /root (0700) for a Python under /root/.pyenv, or None. Inside bwrap it does not matter
+    (`_dirs_for` makes the ancestors 0755); with the sandbox off, a worker that dropped to
+    its own uid could not import what it had not imported yet."""
+    for prefix in {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}:
+        path = Path(prefix)
+        for folder in [path, *path.parents]:
+            try:
+                if not folder.stat().st_mode & 0o001:
+                    return str(folder)
+            except OSError:
+                return str(folder)
+    return None
+
+
 def _outermost(paths: Iterable[str]) -> list:
     """Drop paths inside another listed path, and the system dirs bound anyway."""
     keep = []
