@@ -94,3 +94,19 @@ def test_a_crafted_example_link_is_inert_text():
         assert page.locator("img[src*='evil.invalid']").count() == 0
         assert_no_exception(page)
         page.screenshot(path=screenshot_path("hosted-crafted-link.png"))
+
+
+def test_the_share_link_cap_is_what_the_server_accepts():
+    """The reference for share.MAX_LINK: the real server answers a link at the cap, and
+    refuses (HTTP 400, before the app could speak) one of the size the cap keeps out."""
+    import urllib.error
+    import urllib.request
+    with streamlit_server({"TAPEVIZ_MODE": "hosted"}) as url:
+        def status(length):
+            base = url + "/?code="
+            try:
+                return urllib.request.urlopen(base + "A" * (length - len(base)), timeout=30).status
+            except urllib.error.HTTPError as e:
+                return e.code
+        assert status(share.MAX_LINK) == 200
+        assert status(128 * 1024) == 400
