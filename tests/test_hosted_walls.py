@@ -294,3 +294,31 @@ def test_the_usual_install_a_virtualenv_inside_the_checkout_is_sandboxed(tmp_pat
             assert "uid 0" not in stdout
     finally:
         shutil.rmtree(venv, ignore_errors=True)
+
+
+def sleepers(tag: str) -> list:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if open(f"/proc/{entry}/cmdline", "rb").read() == f"sleep\0{tag}\0".encode():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_double_forked_new_session_child_dies_with_its_run(pool):
+    tag = str(900 + os.getpid() % 99)
+    rec = pool.record("import os\n"
+                      "if os.fork() == 0:\n"
+                      "    os.setsid()\n"
+                      "    if os.fork() == 0:\n"
+                      f"        os.execv('/bin/sleep', ['sleep', '{tag}'])\n"
+                      "    os._exit(0)\n"
+                      "import time\ntime.sleep(1)\nprint('parent done')\n")
+    assert rec["error"] is None and "parent done" in rec["stdout"], rec["error"]
+    # Out of the worker's process group and session; the run's clean-up (its cgroup, its
+    # uid, or its pid namespace) still reached it before record() returned.
+    assert sleepers(tag) == []
+    works(pool)
