@@ -21,14 +21,26 @@ class ProtocolError(ValueError):
 
 
 class _Budget:
-    def __init__(self, objects: int, numbers: int):
+    def __init__(self, objects: int, numbers: int, ops: int, tensors: int):
         self.objects, self.numbers = objects, numbers
+        self.ops, self.tensors = ops, tensors
 
     def obj(self, pairs):
         self.objects -= 1
         if self.objects < 0:
             raise ProtocolError("more objects than any recording within the bounds holds")
-        return dict(pairs)
+        d = dict(pairs)
+        # Ops and tensors are counted as they are parsed: a forged recording stops at the
+        # bound, not after all of it is in memory.
+        if "phase" in d and "tapes" in d:
+            self.ops -= 1
+            if self.ops < 0:
+                raise ProtocolError("more ops than the bound")
+        elif "producer" in d and "kind" in d:
+            self.tensors -= 1
+            if self.tensors < 0:
+                raise ProtocolError("more tensors than the bound")
+        return d
 
     def number(self, text, kind):
         self.numbers -= 1
@@ -51,7 +63,8 @@ def parse(line: bytes, max_ops: int) -> dict:
     # A tensor is a few objects (itself, its stats, a flow entry, a gradient result) and
     # at most a small value's numbers plus its stats, shape and ids.
     budget = _Budget(objects=b["ops"] * 2 + b["tensors"] * 4 + 10_000,
-                     numbers=b["ops"] * 16 + b["tensors"] * 80 + 100_000)
+                     numbers=b["ops"] * 16 + b["tensors"] * 80 + 100_000,
+                     ops=b["ops"], tensors=b["tensors"])
     try:
         message = json.loads(line, object_pairs_hook=budget.obj,
                              parse_float=lambda t: budget.number(t, float),
