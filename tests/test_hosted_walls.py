@@ -211,7 +211,7 @@ def test_messages_without_the_secret_or_over_the_size_drop_the_worker(pool):
         "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
         f"channel._out.write('[' + '0,' * ({protocol.MAX_MESSAGE} // 2 + 10) + '0]\\n')\n"
         "channel._out.flush()\n")
-    assert huge["error"]["type"] == "ProtocolError" and "MiB" in huge["error"]["message"]
+    assert huge["error"]["type"] == "WorkerError" and "64 MiB" in huge["error"]["message"]
     works(pool)
 
 

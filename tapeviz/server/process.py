@@ -121,10 +121,15 @@ class Worker:
             line = stream.readline(MAX_MESSAGE + 1)
             if not line:
                 break
+            if len(line) > MAX_MESSAGE:
+                # Too large for any recording within the bounds: said as such, and dropped.
+                del line
+                self.messages.put({"type": "oversize"})
+                self.kill()
+                break
+            if not line.endswith(b"\n"):
+                break                # cut short by the worker's death: the exit says why
             try:
-                if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
-                    raise protocol.ProtocolError(
-                        f"a message over the bound of {MAX_MESSAGE // 2**20} MiB")
                 message = protocol.parse(line, self.max_ops)
                 del line
                 if message.get("type") == "ready" and not self._job_sent:

@@ -263,7 +263,8 @@ class Runner:
                     "A program that writes to the worker's message channel ends like this.")
             if message.get("type") == "oversize":
                 return error_recording(
-                    source, "WorkerError", "the recording was too large to send back",
+                    source, "WorkerError", "the recording was too large to send back (over "
+                    f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
                     "Record fewer or smaller tensors, e.g. a single training step.")
             return error_recording(
                 source, "WorkerCrash",
