@@ -105,6 +105,13 @@ class Worker:
                 stderr=subprocess.DEVNULL if config.hosted else None,
                 cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
                 pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
+        except BaseException:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            if uids is not None:
+                uids.give_back(self.uid)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
         finally:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
