@@ -123,6 +123,16 @@ class MemoryCgroups:
             return False
         return cls._can_make(parent, "memory.max")
 
+    def remove_stale(self) -> None:
+        """Remove the cgroups of tapeviz servers that died without cleaning up (a killed
+        server cannot): named tapeviz-<server pid>-<n>, that pid gone."""
+        if not self.available:
+            return
+        for path in self.parent.glob("tapeviz-*-*"):
+            pid = path.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                WorkerCgroup(path, self.version).remove()
+
     def make(self, limit_bytes: int) -> Optional["WorkerCgroup"]:
         """A fresh cgroup bounded at `limit_bytes`, or None when that fails."""
         if not self.available:

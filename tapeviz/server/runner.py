@@ -95,6 +95,7 @@ class Runner:
                 "limit counts all of them together, and one program's fork bomb can hold "
                 "back the others until its time limit.")
         self.cgroups = MemoryCgroups.find()
+        self.cgroups.remove_stale()
         if not self.cgroups.available:
             self.notes.append(f"Memory: {self.cgroups.describe()}; each worker is bounded by "
                               f"its address-space limit, and memfd and SysV shared memory are "
