@@ -97,7 +97,11 @@ def record_main(args) -> int:
     config.warm = 0                      # one run: no spare worker to keep warm
     if args.timeout is None and not config.hosted and "TAPEVIZ_TIMEOUT_S" not in os.environ:
         args.timeout = LOCAL_TIMEOUT_S
-    pool = runner.Runner(config)
+    try:
+        pool = runner.Runner(config)
+    except runner.SandboxUnavailable as e:   # hosted mode refuses to run unsandboxed
+        print(f"tapeviz record: {e}", file=sys.stderr)
+        return 2
     try:
         program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
                    "path": str(path.resolve().parent)}

@@ -7,7 +7,7 @@ import streamlit as st
 
 from tapeviz import examples
 from tapeviz.draw import figures, graph
-from tapeviz.page import opened, session, share, view
+from tapeviz.page import mode, opened, session, share, view
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.
@@ -58,9 +58,11 @@ def start_from_url():
             st.session_state.source = share.decode(token)
             st.session_state.pending = True
         except ValueError as exc:
-            st.session_state.url_problem = f"The shared link's code could not be read: {exc}."
+            st.session_state.url_problem = ("The shared link's code could not be read: "
+                                            f"{share.plain(exc, 200)}.")
     if name and name not in examples.names():
-        st.session_state.url_problem = f"There is no example called “{name}”; pick one from the list."
+        st.session_state.url_problem = (f"There is no example called “{share.plain(name)}”; "
+                                         "pick one from the list.")
     if not name and not token and os.environ.get(opened.VIEW_ENV):
         open_path(os.environ[opened.VIEW_ENV])       # `tapeviz view RUN.json`
     st.session_state.setdefault("source", examples.load(examples.names()[0]).source)
@@ -76,7 +78,8 @@ def run(source, where):
             rec = Recording.from_dict(recorded)
         except (ValueError, TypeError, KeyError) as exc:
             rec = Recording(source=source)
-            st.session_state.url_problem = f"The worker sent back something unreadable: {exc}"
+            st.session_state.url_problem = ("The worker sent back something unreadable: "
+                                            + share.plain(exc, 200))
         failed = rec.error is not None
         status.update(label=("Finished with an error" if failed else "Finished")
                       + (f" in {rec.duration_s:.2f} s" if rec.duration_s else ""),
@@ -270,6 +273,7 @@ if "source" not in st.session_state:
     start_from_url()
 
 st.markdown("## Tape debugger")
+mode.banner()
 top = st.container()
 left, right = st.columns([5, 7], gap="large")
 
@@ -328,9 +332,12 @@ with left:
             st.markdown("This example:")
             st.code(share.link(base, example=name), language=None, wrap_lines=True)
         url = share.link(base, code=rec.source)
-        st.markdown("This program, carried in the link itself:")
-        st.code(url, language=None, wrap_lines=True)
-        if len(url) > share.LONG_URL:
+        if problem := share.too_long(url):
+            st.warning(problem)
+        else:
+            st.markdown("This program, carried in the link itself:")
+            st.code(url, language=None, wrap_lines=True)
+        if not problem and len(url) > share.LONG_URL:
             st.warning("This link is long; some chat tools may cut it. Download the recording instead.")
     recorded = st.session_state.rec_dict
     json_col.download_button("⬇ Recording", lambda: json.dumps(recorded, allow_nan=False), width="stretch",

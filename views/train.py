@@ -6,7 +6,7 @@ import streamlit as st
 
 from tapeviz import data
 from tapeviz.draw import train_figures
-from tapeviz.page import session, train_state
+from tapeviz.page import mode, session, train_state
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 MODELS = {"guide": "Eager guide's CNN (learns slowly)",
@@ -82,6 +82,7 @@ st.markdown("## Train MNIST, eagerly")
 st.caption("The custom training loop of TensorFlow's eager guide: a `GradientTape` per step, "
            "Adam, batches from a shuffled `tf.data` pipeline. It runs in a worker process; this "
            "page polls it and redraws.")
+mode.banner()
 
 c = st.columns([3, 1, 1, 1.3, 1.3, 1.5, 1.6])
 c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")

@@ -4,6 +4,7 @@ drawn graphs. Imports Streamlit and runner.py, never TensorFlow (that lives in w
 from __future__ import annotations
 
 import atexit
+import threading
 from collections import OrderedDict
 from typing import Callable, Optional
 
@@ -14,6 +15,7 @@ from ..recording import Recording
 from ..server.runner import Runner, error_recording
 
 MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
+WATCH_S = 1.0     # how often a run checks that its tab is still open
 
 
 @st.cache_resource(show_spinner=False)
@@ -25,13 +27,47 @@ def runner() -> Runner:
 
 
 def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:
-    """Record a program in a worker; a recording dict even when the runner itself fails."""
+    """Record a program in a worker; a recording dict even when the runner itself fails.
+
+    The run is owned by this session: when its tab closes, the run (running or still in
+    the queue) is cancelled within about WATCH_S, not left to its time limit."""
     try:
-        return runner().record(source, "program.py", on_wait=on_wait)
+        shared = runner()
+        session_id = _session_id()
+        owner = f"debugger-{session_id}" if session_id else None
+        stop = _cancel_when_closed(shared, session_id, owner)
+        try:
+            return shared.record(source, "program.py", on_wait=on_wait, owner=owner)
+        finally:
+            stop.set()
     except Exception as exc:   # the page must stay up whatever the worker machinery does
         return error_recording(source, "RunnerError", f"{type(exc).__name__}: {exc}",
                                "The app could not start a worker. Try again; if it persists, "
                                "restart the app.")
+
+
+def _session_id() -> Optional[str]:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def _cancel_when_closed(shared: Runner, session_id: Optional[str], owner) -> threading.Event:
+    """A thread that cancels `owner`'s jobs once the session is gone (its tab closed: the
+    script thread itself is blocked in the run and cannot notice). Set the event to stop."""
+    stop = threading.Event()
+    if session_id is None:
+        return stop
+    from streamlit import runtime
+
+    def watch():
+        while not stop.wait(WATCH_S):
+            if runtime.exists() and not runtime.get_instance().is_active_session(session_id):
+                shared.cancel(owner)
+                return
+
+    threading.Thread(target=watch, daemon=True, name="tapeviz-run-watch").start()
+    return stop
 
 
 def drawn(rec: Recording, run_id: int, **options):

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import zlib
 from urllib.parse import urlencode
 
 MAX_SOURCE_BYTES = 200_000   # decoding stops here: a crafted link must not become a memory bomb
 LONG_URL = 8_000             # past this, some browsers and chat tools cut the link
+# Past this, no link is offered: Streamlit's server (Tornado) answers a request whose
+# headers pass 64 KiB with HTTP 400, before the app could say anything; cookies and the
+# other headers need room too.
+MAX_LINK = 32_000
 
 
 def encode(source: str) -> str:
@@ -39,6 +44,28 @@ def decode(token: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError("the link's code is not UTF-8 text") from None
+
+
+def too_long(url: str) -> str | None:
+    """Why `url` cannot be offered as a link (in words), or None when it can."""
+    if len(url) <= MAX_LINK:
+        return None
+    return (f"This program is too long to carry in a link ({len(url):,} characters; a link "
+            f"stops at {MAX_LINK:,}, past which the server refuses it). Download the "
+            f"recording instead, or share a shorter program.")
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$&\"'=^@/])")
+
+
+def plain(text, limit: int = 80) -> str:
+    """Text from outside (a URL, a worker) made inert for st.markdown: one line, at most
+    `limit` characters, every markdown and HTML character escaped, and no `:` left to start
+    an emoji, icon or colour directive."""
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace(":", "∶")
 
 
 def link(base_url: str, *, code: str | None = None, example: str | None = None) -> str:

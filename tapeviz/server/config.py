@@ -22,10 +22,13 @@ class Limits:
     max_stdout: int = 100_000
     training_s: Optional[float] = None       # wall-clock bound on one training job
     disk_bytes: Optional[int] = None         # the sandboxed working directory's size (tmpfs)
+    memory_bytes: Optional[int] = None       # a worker's memory cgroup (all its pages)
+    open_files: Optional[int] = None         # RLIMIT_NOFILE
 
     def rlimits(self) -> dict:
         return {"cpu_s": self.cpu_s, "address_space_bytes": self.address_space_bytes,
-                "file_size_bytes": self.file_size_bytes, "processes": self.processes}
+                "file_size_bytes": self.file_size_bytes, "processes": self.processes,
+                "open_files": self.open_files}
 
 
 @dataclass
@@ -44,8 +47,8 @@ class Config:
     @classmethod
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
-        _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX and
-        _DISK_MB override its limits. In the app, Streamlit secrets named TAPEVIZ_* count
+        _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
+        _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits. In the app, Streamlit secrets named TAPEVIZ_* count
         too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
@@ -61,7 +64,14 @@ class Config:
                             file_size_bytes=int(float(env.get("TAPEVIZ_FILE_MB", 16)) * 2**20),
                             processes=int(env.get("TAPEVIZ_PROCESSES", 48)),
                             training_s=float(env.get("TAPEVIZ_TRAINING_S", 900)),
-                            disk_bytes=int(float(env.get("TAPEVIZ_DISK_MB", 64)) * 2**20))
+                            disk_bytes=int(float(env.get("TAPEVIZ_DISK_MB", 64)) * 2**20),
+                            # Everything a worker's processes hold (memfd and tmpfs pages
+                            # too), where a memory cgroup can be made; a worker's resident
+                            # memory peaks well under its address space.
+                            memory_bytes=int(float(env.get("TAPEVIZ_CGROUP_MEMORY_GB", 2.5))
+                                             * 2**30),
+                            # TensorFlow opens ~100 files; a low bound stops fd exhaustion.
+                            open_files=int(env.get("TAPEVIZ_OPEN_FILES", 256)))
         else:
             limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)))
         return cls(mode=mode, workers=int(env.get("TAPEVIZ_WORKERS", 2)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import secrets
 import shutil
 import signal
 import subprocess
@@ -15,11 +16,12 @@ import tempfile
 import threading
 from typing import Optional
 
-from . import sandbox
+from . import protocol, sandbox
+from .cgroup import MemoryCgroups
 from .config import Config
 
 PACKAGE_ROOT = sandbox.APP_ROOT    # the folder that holds the tapeviz package
-MAX_MESSAGE = 64 * 2**20     # one message line from a worker; a full 20k-op recording is far less
+MAX_MESSAGE = protocol.MAX_MESSAGE
 
 
 class _Spawner:
@@ -65,11 +67,17 @@ class Worker:
     """One worker process and the reader thread that turns its messages into a queue."""
 
     def __init__(self, config: Config, bwrap: Optional[str] = None,
-                 uids: Optional[sandbox.UidPool] = None):
+                 uids: Optional[sandbox.UidPool] = None,
+                 cgroups: Optional[MemoryCgroups] = None):
         self.uids = uids
         self.uid = uids.take() if uids is not None else None
         if uids is not None and self.uid is None:
             raise RuntimeError("no free user id for a worker (all of TAPEVIZ_UID_BASE's in use)")
+        self.max_ops = config.limits.max_ops
+        # Echoed in every message after the job: what another process writes into this
+        # worker's pipes (it would need the job to know it) is a protocol breach.
+        self.secret = secrets.token_hex(16)
+        self.protocol_error: Optional[str] = None
         self.workdir = tempfile.mkdtemp(prefix="tapeviz-")
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
@@ -77,16 +85,39 @@ class Worker:
         command = [sys.executable, "-m", "tapeviz.worker"]
         if self.uid is not None:
             command += ["--uid", str(self.uid)]
+        seccomp_fd = None
         if bwrap:
+            seccomp_fd = sandbox.seccomp_file()
             command = sandbox.bwrap_args(bwrap, self.workdir, env, command,
                                          mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
-                                         disk_bytes=config.limits.disk_bytes)
-        self.proc = _spawner.call(lambda: subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL if config.hosted else None,
-            cwd=self.workdir, env=env, start_new_session=True))  # killpg reaches its children
+                                         disk_bytes=config.limits.disk_bytes,
+                                         seccomp_fd=seccomp_fd)
+        memory = config.limits.memory_bytes or config.limits.address_space_bytes
+        self.cgroup = cgroups.make(memory) if cgroups is not None and memory else None
+        if self.cgroup is not None:
+            # The first process puts itself in the cgroup before it execs the worker, so
+            # nothing the worker ever starts is outside it.
+            command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
+                       self.cgroup.procs_file] + command
+        try:
+            self.proc = _spawner.call(lambda: subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if config.hosted else None,
+                cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
+        except BaseException:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            if uids is not None:
+                uids.give_back(self.uid)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         self.messages: queue.Queue = queue.Queue()
         self.ready = threading.Event()   # set by its "ready" message, or when it is gone
+        self._job_sent = False
         self._killed = False
         self._kill_lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -94,26 +125,39 @@ class Worker:
     def _read(self):
         stream = self.proc.stdout
         while True:
-            line = stream.readline(MAX_MESSAGE)
+            line = stream.readline(MAX_MESSAGE + 1)
             if not line:
                 break
-            if not line.endswith(b"\n"):          # too long to be ours: skip to its end
-                while line and not line.endswith(b"\n"):
-                    line = stream.readline(MAX_MESSAGE)
+            if len(line) > MAX_MESSAGE:
+                # Too large for any recording within the bounds: said as such, and dropped.
+                del line
                 self.messages.put({"type": "oversize"})
-                continue
+                self.kill()
+                break
+            if not line.endswith(b"\n"):
+                break                # cut short by the worker's death: the exit says why
             try:
-                message = json.loads(line)
-            except ValueError:
-                continue             # not ours: the channel only carries JSON lines
-            if not isinstance(message, dict):
-                continue
-            if message.get("type") == "ready":
-                self.ready.set()
-            else:
-                self.messages.put(message)
+                message = protocol.parse(line, self.max_ops)
+                del line
+                if message.get("type") == "ready" and not self._job_sent:
+                    self.ready.set()
+                    continue
+                if message.pop("secret", None) != self.secret:
+                    raise protocol.ProtocolError("a message without the job's secret")
+            except protocol.ProtocolError as exc:
+                # Only user code sharing the worker's process writes these: drop the worker.
+                self.protocol_error = str(exc)
+                self.messages.put({"type": "protocol", "message": str(exc)})
+                self.kill()
+                break
+            self.messages.put(message)
         self.messages.put({"type": "exit"})
         self.ready.set()             # "ready or gone": nobody waits on a dead worker
+
+    def send_job(self, job: dict) -> None:
+        """The one job this worker runs, with the secret its answers must carry."""
+        self._job_sent = True
+        self.send(dict(job, secret=self.secret))
 
     def send(self, message) -> None:
         text = message if isinstance(message, str) else json.dumps(message)
@@ -139,12 +183,16 @@ class Worker:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.cgroup is not None:
+            self.cgroup.kill()               # everything it started, whatever its session
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
         if self.uids is not None:
             self.uids.give_back(self.uid)    # kills whatever of its uid escaped the group
+        if self.cgroup is not None:
+            self.cgroup.remove()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def exit_description(self) -> str:
@@ -152,11 +200,18 @@ class Worker:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return "the worker process stopped answering"
+        if self.cgroup is not None and self.cgroup.oom_killed():
+            return ("the worker process was killed at its memory limit "
+                    f"({self._memory_text()})")
         if code < 0:
             return Worker._describe_signal(-code)
         if code > 128 and code - 128 in signal.valid_signals():   # bwrap reports it so
             return Worker._describe_signal(code - 128)
         return f"the worker process exited with status {code}"
+
+    def _memory_text(self) -> str:
+        peak = self.cgroup.peak_bytes() if self.cgroup is not None else None
+        return f"it held {peak / 2**30:.1f} GiB" if peak else "all memory of its processes"
 
     @staticmethod
     def _describe_signal(number: int) -> str:

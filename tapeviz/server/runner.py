@@ -8,8 +8,9 @@ import logging
 import threading
 from typing import Optional
 
-from . import sandbox
+from . import protocol, sandbox
 from ..recording import SCHEMA
+from .cgroup import MemoryCgroups
 from .config import Config, Limits
 from .process import Worker
 from .queues import FairQueue, Job
@@ -19,7 +20,12 @@ READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this lon
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
 log = logging.getLogger("tapeviz.runner")
 
-__all__ = ["Config", "Limits", "Runner", "TrainingJob", "error_recording"]
+__all__ = ["Config", "Limits", "Runner", "SandboxUnavailable", "TrainingJob",
+           "error_recording"]
+
+
+class SandboxUnavailable(RuntimeError):
+    """Hosted mode cannot build its walls here and was not told to run without them."""
 
 
 def error_recording(source: str, type_: str, message: str, hint: Optional[str] = None) -> dict:
@@ -37,8 +43,10 @@ class Runner:
     def __init__(self, config: Optional[Config] = None):
         self.config = config or Config.from_env()
         self.warnings: list = []          # for the page to show, e.g. hosted without bwrap
+        self.notes: list = []             # for the operator: a wall this machine cannot give
         self.bwrap: Optional[str] = None
         self.uids: Optional[sandbox.UidPool] = None
+        self.cgroups: Optional[MemoryCgroups] = None
         if self.config.hosted:
             self._set_up_hosted()
         self._lock = threading.Lock()
@@ -50,28 +58,71 @@ class Runner:
         self.fill()
 
     def _set_up_hosted(self) -> None:
+        """The walls, or a refusal: hosted mode never runs strangers' code unsandboxed
+        unless the operator said so (TAPEVIZ_SANDBOX=none)."""
+        root = sandbox.UidPool.available()
         if self.config.sandbox != "none":
             ok, why = sandbox.probe()
-            if ok:
-                self.bwrap = sandbox.find_bwrap()
-            else:
-                self.warnings.append(
-                    f"Hosted mode without a sandbox: {why}. Programs run with resource "
-                    f"limits and a clean environment only; they can read the machine's "
-                    f"world-readable files and open network connections. Install the "
-                    f"'bubblewrap' package (and allow it namespaces) to isolate them.")
+            if not ok:
+                raise SandboxUnavailable(
+                    f"Hosted mode refuses to run programs unsandboxed: {why}. Install the "
+                    f"'bubblewrap' package and allow it namespaces (see README, Hosting), or "
+                    f"set TAPEVIZ_SANDBOX=none to run with resource limits only.")
+            self.bwrap = sandbox.find_bwrap()
+        elif not root:
+            # Workers would share the server's uid with nothing between them: one could
+            # write a job into another's stdin through /proc. Refused rather than patched.
+            raise SandboxUnavailable(
+                "Hosted mode without a sandbox needs a server running as root (each worker "
+                "then gets its own user id); without root it refuses. Use bubblewrap, or "
+                "local mode for your own programs.")
         else:
             self.warnings.append("Hosted mode with the sandbox turned off (TAPEVIZ_SANDBOX=none):"
-                                 " programs run with resource limits only.")
-        if sandbox.UidPool.available():
+                                 " programs run with resource limits and their own user ids "
+                                 "only; they can read the machine's world-readable files and "
+                                 "open network connections.")
+        if root and self.bwrap is None and (hidden := sandbox.unsearchable_python_dir()):
+            self.warnings.append(
+                f"Python lives under {hidden}, which other users cannot enter: with the "
+                f"sandbox off, a worker running as its own user id fails to import modules "
+                f"it had not loaded yet. Install Python under /usr/local or /opt, or use "
+                f"the sandbox (it shows Python to every worker).")
+        if root:
             self.uids = sandbox.UidPool()
         else:
             self.warnings.append(
                 "The server does not run as root, so workers share its user id: the process "
                 "limit counts all of them together, and one program's fork bomb can hold "
                 "back the others until its time limit.")
+        self.cgroups = MemoryCgroups.find()
+        self.cgroups.remove_stale()
+        if not self.cgroups.available:
+            self.notes.append(f"Memory: {self.cgroups.describe()}; each worker is bounded by "
+                              f"its address-space limit, and memfd and SysV shared memory are "
+                              f"refused; give the container a memory limit for the rest.")
         for text in self.warnings:
             log.warning("tapeviz: %s", text)
+        for text in self.notes:
+            log.info("tapeviz: %s", text)
+
+    def walls(self) -> list:
+        """(wall, on, detail) rows for the operator: what stands between programs and the
+        machine on this instance."""
+        limits = self.config.limits
+        rows = [("sandbox (bubblewrap)", self.sandboxed,
+                 "no network, read-only system, own process and IPC namespaces, only the "
+                 "package of the app" if self.sandboxed else "off"),
+                ("seccomp filter", self.sandboxed and sandbox.seccomp.program() is not None,
+                 "no new namespaces, mount, ptrace, keyctl, bpf, io_uring, memfd, SysV shm"),
+                ("own user id per worker", self.uids is not None, "when the server is root"),
+                ("memory cgroup per worker", self.cgroups is not None and self.cgroups.available,
+                 self.cgroups.describe() if self.cgroups is not None else "local mode")]
+        if limits.address_space_bytes:
+            rows.append(("resource limits", True,
+                         f"{limits.timeout_s:g} s wall, {limits.cpu_s} s CPU, "
+                         f"{limits.address_space_bytes / 2**30:g} GiB address space, "
+                         f"{limits.processes} processes, {limits.open_files} open files"))
+        return rows
 
     @property
     def sandboxed(self) -> bool:
@@ -79,7 +130,7 @@ class Runner:
 
     # -- the warm pool -----------------------------------------------------------------------
     def _new_worker(self) -> Worker:
-        return Worker(self.config, self.bwrap, self.uids)
+        return Worker(self.config, self.bwrap, self.uids, self.cgroups)
 
     def fill(self) -> None:
         with self._lock:
@@ -110,8 +161,11 @@ class Runner:
 
     def status(self) -> dict:
         return {"mode": self.config.mode, "sandbox": "bwrap" if self.sandboxed else "none",
+                "isolated": self.sandboxed,
                 "runs": self._runs.busy, "trainings": self._trainings.busy,
-                "waiting": self.waiting, "warnings": list(self.warnings)}
+                "waiting": self.waiting, "warnings": list(self.warnings),
+                "notes": list(self.notes),
+                "walls": [{"wall": w, "on": on, "detail": d} for w, on, d in self.walls()]}
 
     def close(self) -> None:
         with self._lock:
@@ -188,7 +242,7 @@ class Runner:
                 return error_recording(source, "WorkerError",
                                        f"{worker.exit_description()} before the program ran")
             try:
-                worker.send({"kind": "record", "source": source, "filename": filename,
+                worker.send_job({"kind": "record", "source": source, "filename": filename,
                              "timeout": timeout, "max_ops": limits.max_ops,
                              "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
                              "program": program, "tapes": list(tapes) if tapes else None})
@@ -203,12 +257,22 @@ class Runner:
                     f"the program ran longer than its time limit of {timeout:g} s and did not "
                     f"stop when asked, so its worker was killed; nothing it recorded survived",
                     "Look for a loop that never ends, or a single huge operation.")
-            if message.get("type") == "recording" and _looks_like_recording(
-                    message.get("recording")):
-                return message["recording"]
+            if message.get("type") == "recording":
+                why = protocol.check_recording(message.get("recording"), source,
+                                               limits.max_ops, limits.max_stdout)
+                if why is None:
+                    return message["recording"]
+                message = {"type": "protocol", "message": why}
+            if message.get("type") == "protocol":
+                return error_recording(
+                    source, "ProtocolError",
+                    f"the worker sent back something no recording is ({message.get('message')}),"
+                    f" so it was dropped; nothing it recorded is shown",
+                    "A program that writes to the worker's message channel ends like this.")
             if message.get("type") == "oversize":
                 return error_recording(
-                    source, "WorkerError", "the recording was too large to send back",
+                    source, "WorkerError", "the recording was too large to send back (over "
+                    f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
                     "Record fewer or smaller tensors, e.g. a single training step.")
             return error_recording(
                 source, "WorkerCrash",
@@ -243,8 +307,3 @@ class Runner:
 
 def _cancelled(source: str) -> dict:
     return error_recording(source, "Cancelled", "the run was cancelled (its session ended)")
-
-
-def _looks_like_recording(rec) -> bool:
-    return (isinstance(rec, dict) and rec.get("schema") == SCHEMA
-            and all(isinstance(rec.get(k), list) for k in ("ops", "tensors", "tapes")))

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Iterable, Optional
 
+from . import seccomp
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the tapeviz package itself
 APP_ROOT = PACKAGE_DIR.parent                        # the repository / app directory
 SANDBOX_PACKAGE_ROOT = "/opt/tapeviz"                # where the package appears inside bwrap
@@ -33,25 +35,51 @@ UID_COUNT = 1000
 
 
 def _python_dirs() -> list:
-    """The directories the interpreter and its packages live in (what a worker must read)."""
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    """The directories the interpreter and its packages live in (what a worker must read).
+
+    A virtualenv inside the app's own directory (`.venv` in the checkout, the usual install)
+    is shown too, at its own path: only it, not the rest of the app's directory."""
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    candidates = prefixes + [os.path.dirname(sys.executable),
+                             os.path.dirname(os.path.realpath(sys.executable))]
     try:
         candidates += site.getsitepackages()
     except AttributeError:      # some virtualenvs' old site.py
         pass
     candidates += [p for p in sys.path if p]
     app = str(APP_ROOT)
+    # Prefixes inside the app's directory (a virtualenv) may be shown; nothing else there.
+    inside = [os.path.realpath(p) for p in prefixes]
+    inside = [p for p in inside if p.startswith(app + os.sep)]
     out = []
     for path in candidates:
         path = os.path.realpath(path)
         if not os.path.isdir(path) or path == "/":
             continue
         # Never the app's own directory (or one above it): only the package is shown, below.
-        if path == app or app.startswith(path + os.sep) or path.startswith(app + os.sep):
+        if path == app or app.startswith(path + os.sep):
+            continue
+        if path.startswith(app + os.sep) and not any(
+                path == p or path.startswith(p + os.sep) for p in inside):
             continue
         out.append(path)
     return _outermost(out)
+
+
+def unsearchable_python_dir() -> Optional[str]:
+    """A directory above Python (or its virtualenv) that other users cannot enter, such as
+    /root (0700) for a Python under /root/.pyenv, or None. Inside bwrap it does not matter
+    (`_dirs_for` makes the ancestors 0755); with the sandbox off, a worker that dropped to
+    its own uid could not import what it had not imported yet."""
+    for prefix in {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}:
+        path = Path(prefix)
+        for folder in [path, *path.parents]:
+            try:
+                if not folder.stat().st_mode & 0o001:
+                    return str(folder)
+            except OSError:
+                return str(folder)
+    return None
 
 
 def _outermost(paths: Iterable[str]) -> list:
@@ -85,14 +113,18 @@ SANDBOX_MNIST_DIR = "/opt/mnist"
 
 
 def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
-               mnist_dir: Optional[str] = None, disk_bytes: Optional[int] = None) -> list:
+               mnist_dir: Optional[str] = None, disk_bytes: Optional[int] = None,
+               seccomp_fd: Optional[int] = None) -> list:
     """The full bwrap command line that runs `command` in the sandbox. `mnist_dir` (the
     server's $TAPEVIZ_MNIST_DIR) is shown read-only at /opt/mnist: a sandboxed training
     job has no network to download MNIST with. With `disk_bytes`, the working directory is
-    a tmpfs of that size at the same path, so no program can fill the server's disk."""
+    a tmpfs of that size at the same path, so no program can fill the server's disk.
+    `seccomp_fd` (see `seccomp_file`) is an open file holding the filter bwrap installs."""
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "tapeviz"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     made: set = set()
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -124,6 +156,24 @@ def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
     return args + ["--"] + list(command)
 
 
+def seccomp_file() -> Optional[int]:
+    """A read-only fd holding the seccomp filter (an unlinked temporary file), for one bwrap
+    to read; None on an architecture without a table. The caller closes it after the start."""
+    filter_program = seccomp.program()
+    if filter_program is None:
+        return None
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="tapeviz-seccomp-")
+    try:
+        os.unlink(path)
+        os.write(fd, filter_program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 _probe_lock = threading.Lock()
 _probe_result: dict = {}
 
@@ -144,14 +194,19 @@ def probe(bwrap: Optional[str] = None) -> tuple:
         if bwrap not in _probe_result:
             import tempfile
             with tempfile.TemporaryDirectory(prefix="tapeviz-probe-") as tmp:
+                fd = seccomp_file()
                 cmd = bwrap_args(bwrap, tmp, {"PATH": "/usr/bin:/bin"},
-                                 [sys.executable, "-c", "print('ok')"])
+                                 [sys.executable, "-c", "print('ok')"], seccomp_fd=fd)
                 try:
-                    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+                    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                                          pass_fds=() if fd is None else (fd,))
                     ok = done.returncode == 0 and done.stdout.strip() == "ok"
                     why = "" if ok else (done.stderr.strip().splitlines() or ["failed"])[-1]
                 except (OSError, subprocess.SubprocessError) as e:
                     ok, why = False, f"{type(e).__name__}: {e}"
+                finally:
+                    if fd is not None:
+                        os.close(fd)
             _probe_result[bwrap] = (ok, why and f"bwrap cannot run here ({why})")
         return _probe_result[bwrap]
 

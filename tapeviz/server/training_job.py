@@ -45,7 +45,7 @@ class TrainingJob:
                 rl = self._limits.rlimits()
                 rl["cpu_s"] = None   # training is long by design; the wall clock bounds it
                 try:
-                    self.worker.send({"kind": "train", "config": self._config, "limits": rl})
+                    self.worker.send_job({"kind": "train", "config": self._config, "limits": rl})
                 except OSError:
                     pass
                 self._sent = True
@@ -63,6 +63,9 @@ class TrainingJob:
                     self._finish()
                 elif kind == "error":
                     self.error = str(message.get("message"))
+                    self._finish()
+                elif kind == "protocol":
+                    self.error = f"the worker broke the protocol: {message.get('message')}"
                     self._finish()
                 elif kind in ("exit", "oversize"):
                     if not self.done:

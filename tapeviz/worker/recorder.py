@@ -110,22 +110,36 @@ def _plain_message(message: str) -> str:
     return _TF_OP_TAIL.sub(lambda m: f" (in the {m.group(1)} op)", message).strip()
 
 
+class _Timer:
+    fired = False
+
+
+def _as_timeout(exc: BaseException, timer: Optional[_Timer]) -> BaseException:
+    """A Timeout raised inside `tf.py_function` comes out of TensorFlow as an OpError
+    (UnknownError, its message a traceback naming the server's paths): it is a Timeout."""
+    if timer is not None and timer.fired and isinstance(exc, tf.errors.OpError):
+        return Timeout().with_traceback(exc.__traceback__)
+    return exc
+
+
 @contextlib.contextmanager
 def _time_limit(seconds: Optional[float]):
     """Raise Timeout in the user's program after `seconds` (main thread only)."""
+    timer = _Timer()
     if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
+        yield timer
         return
 
     def on_alarm(signum, frame):
         # Again a second later, in case the program catches BaseException and goes on.
         signal.setitimer(signal.ITIMER_REAL, 1.0)
+        timer.fired = True
         raise Timeout()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield timer
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -165,11 +179,13 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     session.module_globals = namespace
     window = TapeWindow(session, tapes)
     window.open()
+    timer = None
     try:
-        with contextlib.redirect_stdout(out), _time_limit(timeout), env, \
+        with contextlib.redirect_stdout(out), _time_limit(timeout) as timer, env, \
                 tf.variable_creator_scope(session.on_variable):
             exec(code, namespace)
     except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
+        exc = _as_timeout(exc, timer)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             error = None
         else:

@@ -20,8 +20,10 @@ _LIMITS = {
     "address_space_bytes": resource.RLIMIT_AS,
     "file_size_bytes": resource.RLIMIT_FSIZE,
     "processes": resource.RLIMIT_NPROC,
+    "open_files": resource.RLIMIT_NOFILE,
 }
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE = 4
 
 
 class Channel:
@@ -32,8 +34,11 @@ class Channel:
         os.dup2(2, 1)
         sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
         self._lock = threading.Lock()
+        self.secret: Optional[str] = None    # the job's; every message after it carries it
 
     def send(self, message: dict) -> None:
+        if self.secret is not None:
+            message = dict(message, secret=self.secret)
         text = json.dumps(message, allow_nan=False)
         with self._lock:
             self._out.write(text + "\n")
@@ -79,9 +84,14 @@ def drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    try:                          # no set-uid program can give the privileges back
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)   # no set-uid program can give the privileges back
+    _prctl(_PR_SET_DUMPABLE, 0)       # setuid reset it; other workers' uids stay out
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -103,6 +113,7 @@ def usage() -> dict:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     uid = int(argv[argv.index("--uid") + 1]) if "--uid" in argv else None
+    _prctl(_PR_SET_DUMPABLE, 0)   # /proc/<pid>/fd, environ, mem: closed to other processes
     channel = Channel()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from . import recorder        # the expensive part: TensorFlow's import, done before any job
@@ -115,6 +126,7 @@ def main(argv=None) -> int:
     if not line:
         return 0
     job = json.loads(line)
+    channel.secret = job.get("secret")
     apply_limits(job.get("limits"))
     if job["kind"] == "record":
         rec = recorder.record(job["source"], filename=job.get("filename", "program.py"),
