@@ -399,6 +399,9 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                     lines.append("grad None" if grad is None else "grad " + short_value(grad))
                 elif t in norms:
                     lines.append("‖grad‖ " + _number(norms[t]))
+            if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
+                data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
+                lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
             data["label"] = "\n".join(x for x in lines if x)
             data["grad_text"] = lines[1] if len(lines) > 1 else None
         elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
