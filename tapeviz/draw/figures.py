@@ -41,6 +41,8 @@ MAX_NONE_NOTES = 40
 NOTE_RISE = 46            # px between a None-gradient node and its note
 # The plot area the label placement assumes (px): the debugger's chart at a 1024 px wide window.
 PLOT_W, PLOT_H = 560.0, 470.0
+PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
+MIN_HEIGHT, MAX_HEIGHT = 320, 620
 CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
 PLACES = ("top center", "bottom center", "middle right", "middle left")
 CURVE_POINTS = 16
@@ -77,7 +79,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     font = LARGE_FONT if large_text else LABEL_FONT
     ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
     shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
-    screen = _Screen(ranges)
+    height = chart_height(pos)
+    screen = _Screen(ranges, height - PLOT_MARGIN)
     edges = [(u, v) for u, v in G.edges if u in shown and v in shown]
     paths = _edge_paths(G, shown, edges, screen) if svg else {e: None for e in edges}
     fig = go.Figure()
@@ -90,6 +93,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     if svg and edges:
         fig.add_trace(_arrowheads(G, shown, paths, edges, screen, flow))
     occupied = [screen.marker_box(shown[n], _radius(G, n)) for n in shown]
+    occupied += [screen.note_box(shown[n], _note_text(G.nodes[n]["none_reason"])) for n in shown
+                 if G.nodes[n].get("none_reason")]
     counts = _edge_counts(G, shown, paths, edges, screen, occupied, font)
     if counts is not None:
         fig.add_trace(counts)
@@ -120,17 +125,24 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         plot_bgcolor="white", paper_bgcolor="white", font=dict(size=font),
         hoverlabel=dict(font_size=max(15, font - 1), align="left"),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=max(13, font - 3))),
-        margin=dict(l=10, r=10, t=60 if title else 40, b=10),
+        margin=dict(l=10, r=10, t=60 if title else 40, b=10), height=height,
         xaxis=dict(visible=False, range=ranges[0]),
         yaxis=dict(visible=False, range=ranges[1]),
     )
     return fig
 
 
+def chart_height(pos: dict) -> int:
+    """Pixels for the chart: a one-row chain needs little height, a wide network all of it."""
+    rows = len({round(y, 6) for _, y in pos.values()})
+    return int(min(MAX_HEIGHT, max(MIN_HEIGHT, 230 + 95 * (rows - 1))))
+
+
 def label_boxes(fig: go.Figure) -> list:
     """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
     what the no-overlap rule is checked against (tests; the browser test measures the real ones)."""
-    screen = _Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)))
+    screen = _Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
+                     (fig.layout.height or PLOT_H + PLOT_MARGIN) - PLOT_MARGIN)
     font = fig.layout.font.size or LABEL_FONT
     out = []
     for tr in fig.data:
@@ -207,8 +219,18 @@ def _colour_bar(low: float, high: float) -> go.Scattergl:
     return go.Scattergl(
         x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
         marker=dict(color=[low, high], cmin=low, cmax=high, colorscale=COLORSCALE, showscale=True,
-                    colorbar=dict(title=dict(text="log10 ‖∂target/∂x‖", side="right"), thickness=18)),
+                    colorbar=dict(title=dict(text="size of the gradient ‖grad‖", side="right"), thickness=18,
+                                  tickvals=_ticks(low, high), ticktext=[f"{10 ** v:.3g}" for v in _ticks(low, high)])),
     )
+
+
+def _ticks(low: float, high: float) -> list:
+    """Tick positions on the log scale, labelled with the norms themselves (3, not 0.48)."""
+    first, last = math.ceil(low), math.floor(high)
+    if last - first >= 1:
+        step = max(1, (last - first) // 5)
+        return [float(k) for k in range(first, last + 1, step)]
+    return [low, (low + high) / 2, high]
 
 
 def _ring(G: nx.DiGraph, pos: dict, nodes: list, colour: str, name: str) -> go.Scatter:
@@ -227,8 +249,8 @@ def _none_notes(G: nx.DiGraph, pos: dict) -> list:
         reason = data.get("none_reason")
         if reason is None or node not in pos:
             continue
-        notes.append(dict(x=pos[node][0], y=pos[node][1], text="gradient None: " + html.escape(_short(reason)),
-                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=-NOTE_RISE,
+        notes.append(dict(x=pos[node][0], y=pos[node][1], text=html.escape(_note_text(reason)),
+                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=NOTE_RISE,
                           font=dict(size=15, color="#B00020"), bgcolor="rgba(255,255,255,0.9)",
                           bordercolor="#B00020", borderwidth=2))
         if len(notes) == MAX_NONE_NOTES:   # annotations are DOM nodes; past this they only slow the page
@@ -242,10 +264,10 @@ class _Screen:
     The real plot is at least this big on the page's layouts (1024 px wide and up), so a
     placement without overlaps here has none on screen either."""
 
-    def __init__(self, ranges):
+    def __init__(self, ranges, height: float = PLOT_H):
         (x0, x1), (y0, y1) = ranges if ranges[0] else ((0, 1), (0, 1))
-        self.x0, self.y0 = x0, y0
-        self.sx, self.sy = PLOT_W / ((x1 - x0) or 1), PLOT_H / ((y1 - y0) or 1)
+        self.x0, self.y0, self.h = x0, y0, height
+        self.sx, self.sy = PLOT_W / ((x1 - x0) or 1), height / ((y1 - y0) or 1)
 
     def px(self, p):
         return ((p[0] - self.x0) * self.sx, (p[1] - self.y0) * self.sy)
@@ -256,6 +278,12 @@ class _Screen:
     def marker_box(self, p, r):
         x, y = self.px(p)
         return (x - r, y - r, x + r, y + r)
+
+    def note_box(self, p, text):
+        # A None note hangs NOTE_RISE px below its node (plotly: ay > 0 is down), 15 px text, a border.
+        x, y = self.px(p)
+        w = len(text) * CHAR_EM * 15 + 8
+        return (x - w / 2, y - NOTE_RISE - 14, x + w / 2, y - NOTE_RISE + 14)
 
     def label_box(self, p, r, lines, place, font):
         x, y = self.px(p)
@@ -270,6 +298,10 @@ class _Screen:
         return (x - r - 3 - w, y - h / 2, x - r - 3, y + h / 2)
 
 
+def _note_text(reason: str) -> str:
+    return "gradient None: " + _short(reason)
+
+
 def _radius(G: nx.DiGraph, node: str) -> float:
     return SIZE.get(G.nodes[node].get("kind"), SIZE["tensor"]) / 2
 
@@ -278,8 +310,8 @@ def _intersect(p, q) -> bool:
     return p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]
 
 
-def _inside(box) -> bool:
-    return box[0] >= 0 and box[1] >= 0 and box[2] <= PLOT_W and box[3] <= PLOT_H
+def _inside(box, height: float) -> bool:
+    return box[0] >= 0 and box[1] >= 0 and box[2] <= PLOT_W and box[3] <= height
 
 
 def _label_priority(data: dict) -> tuple:
@@ -302,7 +334,7 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
             spot = None
             for place in PLACES:
                 box = screen.label_box(pos[n], _radius(G, n), attempt, place, font)
-                if _inside(box) and not any(_intersect(box, o) for o in placed) and \
+                if _inside(box, screen.h) and not any(_intersect(box, o) for o in placed) and \
                         not any(_intersect(box, o) for o in occupied if o is not mine[n]):
                     spot = (place, box)
                     break

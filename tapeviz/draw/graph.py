@@ -76,7 +76,8 @@ def group_key(scope: Optional[str]) -> Optional[str]:
 
 def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand: Iterable[str] = (),
           gradient_path_only: bool = False, upto_op: Optional[int] = None,
-          call: Optional[int] = None, fold: bool = True, plumbing: bool = False) -> nx.DiGraph:
+          call: Optional[int] = None, fold: bool = True, plumbing: bool = False,
+          backward: bool = False) -> nx.DiGraph:
     """The graph of what ran: edges tensor -> op (input) and op -> tensor (output).
 
     tape: show only the ops that tape recorded (None: every op). group: one node per
@@ -87,7 +88,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     repeated FOLD_AT times or more from one line draw as one node (ids in `expand` unfold
     it). plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...).
     With a call, ops that ran in the tape's block but were not recorded are drawn too
-    (an unwatched input is exactly why): category UNRECORDED_OP.
+    (an unwatched input is exactly why): category UNRECORDED_OP; backward: also the ops
+    the call itself ran (where a NaN born in the backward pass is).
     """
     alias, folded = _read_aliases(rec)
     chosen = gradient_call(rec, tape, call) if call is not None else None
@@ -98,7 +100,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     ops = [op for op in rec.ops
            if op.id not in folded
            and (plumbing or op.type not in PLUMBING)
-           and (tape is None or tape in op.tapes or _in_block(op, block))
+           and (tape is None or tape in op.tapes or _in_block(op, block)
+                or backward and _ran_for(op, chosen, call))
            and (upto_op is None or op.id <= upto_op)]
     on_path = None
     if gradient_path_only:
@@ -232,7 +235,7 @@ def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optio
     for node, data in G.nodes(data=True):
         if node in norms:
             out[node] = norms[node]
-        elif data.get("kind") == GROUP:
+        elif data.get("kind") in (GROUP, REPEAT):
             values = [norms[op_node(m)] for m in data["members"] if op_node(m) in norms]
             if values:
                 out[node] = _worst(values)
@@ -266,6 +269,10 @@ def _block_lines(rec: Recording, tape: Optional[int]):
     if tp is None or tp.line is None:
         return None
     return (tp.line, tp.end_line if tp.end_line is not None else tp.line)
+
+
+def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
+    return chosen is not None and op.phase == BACKWARD and op.call == call and op.line == chosen.line
 
 
 def _in_block(op, block) -> bool:
