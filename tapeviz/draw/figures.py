@@ -35,12 +35,12 @@ LARGE = 1500              # nodes: beyond this, smaller markers
 SVG_NODES = 800           # up to this many nodes: SVG (arrowheads, measurable labels); beyond, WebGL
 LABELLED_TRACE = 400      # kept for callers: the most labels a graph draws (MAX_LABELS)
 MAX_LABELS = 400
-LABEL_FONT = 13
-LARGE_FONT = 17           # "large text": for a projector at the back of a room
+LABEL_FONT = 14
+LARGE_FONT = 18           # "large text": for a projector at the back of a room
 MAX_NONE_NOTES = 40
 NOTE_RISE = 46            # px between a None-gradient node and its note
-# The plot area the label placement assumes (px): the debugger's chart at a 1024 px wide window.
-PLOT_W, PLOT_H = 560.0, 470.0
+# The plot area the label placement assumes (px): the debugger's chart in a 1280 px wide window.
+PLOT_W, PLOT_H = 620.0, 470.0
 PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
 MIN_HEIGHT, MAX_HEIGHT = 320, 620
 CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
@@ -98,7 +98,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     counts = _edge_counts(G, shown, paths, edges, screen, occupied, font)
     if counts is not None:
         fig.add_trace(counts)
-    places = _place_labels(G, shown, screen, occupied, font)
+    # Past SVG_NODES, labels would be a smear (and costly to place): the hover carries them.
+    places = _place_labels(G, shown, screen, occupied, font) if svg else {}
     for category in CATEGORIES:
         nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in shown]
         if nodes:
@@ -261,7 +262,7 @@ def _none_notes(G: nx.DiGraph, pos: dict) -> list:
 class _Screen:
     """Data units <-> estimated plot pixels (y up), for a plot of PLOT_W x PLOT_H pixels.
 
-    The real plot is at least this big on the page's layouts (1024 px wide and up), so a
+    The real plot is at least this big in a window 1280 px wide and up, so a
     placement without overlaps here has none on screen either."""
 
     def __init__(self, ranges, height: float = PLOT_H):

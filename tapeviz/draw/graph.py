@@ -320,7 +320,8 @@ def _op_nodes(ops: list, group: bool, expand: set, fold: bool = True) -> dict:
     repeats = Counter(fold_node(op) for op in ops if op.line is not None) if fold else Counter()
     node_of = {}
     for op in ops:
-        key = group_key(op.scope) if group else None
+        # a variable's own scope ("Variable") is no Keras layer
+        key = group_key(op.scope) if group and op.type not in PLUMBING else None
         node = group_node(key, op.phase) if key else None
         if node is None or key in expand or node in expand:
             node = op_node(op.id)
@@ -425,7 +426,7 @@ def short_value(info) -> str:
     shape = _short_shape(info.shape) or "scalar"
     s = info.stats
     if s is None or as_float(s.mean) is None or as_float(s.std) is None:
-        return shape
+        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
     n = math.prod(d or 1 for d in info.shape) if info.shape else 1
     mean, std = as_float(s.mean), as_float(s.std)
     return f"{shape}, ‖·‖ {_number(math.sqrt(n * (mean * mean + std * std)))}"
@@ -440,7 +441,7 @@ def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
         if data["kind"] != REPEAT:
             continue
         n = len(data["members"])
-        low, high = _value_range(rec, data["tensors"])
+        low, high = _value_range(rec, [t for m in data["members"] for t in rec.op(m).outputs])
         data["range"] = (low, high)
         data["label"] = f"{data['op_type']} ×{n}, line {data['line']}"
         lines = [f"{data['op_type']} ×{n}  ({data['phase']} ops repeated from line {data['line']})"]
