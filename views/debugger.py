@@ -127,11 +127,12 @@ def show_graph(rec, run_id):
     fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
     backward = row[1].toggle("Backward ops", key="backward", disabled=call_index is None,
                              help="The ops the gradient call ran.")
-    path_only = row[2].toggle("Gradient path only", key="path_only", disabled=call_index is None,
+    path_only = row[2].toggle("Path only", key="path_only", disabled=call_index is None,
                               help="Hide ops the chosen gradient does not flow through.")
     large = row[3].toggle("Large text", key="large_text", help="Bigger labels, for a projector.")
-    plumbing = row[4].toggle("Variable plumbing", key="plumbing", help="VarHandleOp, AssignVariableOp, …")
-    group = row[5].toggle("Group by layer", key="group") if layers else False
+    plumbing = row[4].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
+                                                             "AssignVariableOp, …")
+    group = row[5].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
     expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
               if group and layers else [])
     calling = call_index is not None
