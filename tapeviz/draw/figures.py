@@ -328,33 +328,58 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
     if len(nodes) > MAX_LABELS:
         nodes = nodes[:MAX_LABELS]   # thousands of labels would be an unreadable smear: hover has them
     mine = {n: screen.marker_box(pos[n], _radius(G, n)) for n in pos}
-    placed, out = [], {}
+    boxes = _Boxes(occupied)
+    out = {}
     for n in nodes:
         lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
         for attempt in (lines, lines[:1]):
             spot = None
             for place in PLACES:
                 box = screen.label_box(pos[n], _radius(G, n), attempt, place, font)
-                if _inside(box, screen.h) and not any(_intersect(box, o) for o in placed) and \
-                        not any(_intersect(box, o) for o in occupied if o is not mine[n]):
+                if _inside(box, screen.h) and not boxes.hits(box, mine[n]):
                     spot = (place, box)
                     break
             if spot is not None:
-                placed.append(spot[1])
+                boxes.add(spot[1])
                 out[n] = (spot[0], "<br>".join(html.escape(x) for x in attempt))
                 break
-    occupied.extend(placed)
+    occupied[:] = boxes.all()
     return out
+
+
+class _Boxes:
+    """Rectangles to test a new one against, in a NumPy array: a few hundred labels against
+    a thousand markers stay fast."""
+
+    def __init__(self, boxes: list):
+        self.array = np.array(boxes, dtype=float).reshape(-1, 4)
+
+    def hits(self, box, own=None) -> bool:
+        a = self.array
+        hit = (a[:, 0] < box[2]) & (box[0] < a[:, 2]) & (a[:, 1] < box[3]) & (box[1] < a[:, 3])
+        if own is not None:    # a node's own marker does not block its label
+            hit &= ~np.all(a == np.array(own, dtype=float), axis=1)
+        return bool(hit.any())
+
+    def add(self, box) -> None:
+        self.array = np.vstack([self.array, np.array(box, dtype=float)[None, :]])
+
+    def all(self) -> list:
+        return [tuple(row) for row in self.array]
 
 
 def _edge_paths(G: nx.DiGraph, pos: dict, edges: list, screen: _Screen) -> dict:
     """{edge: points}: straight, unless a node sits on the segment (x feeding a chain's
     later op, collinear with the chain): then a curve around it, so no edge hides."""
     px = {n: screen.px(p) for n, p in pos.items()}
+    names = list(px)
+    where = {n: i for i, n in enumerate(names)}
+    xy = np.array([px[n] for n in names], dtype=float).reshape(-1, 2)
+    reach = np.array([_radius(G, n) + 3 for n in names], dtype=float)
     out = {}
     for k, (u, v) in enumerate(edges):
         a, b = px[u], px[v]
-        blocked = any(n not in (u, v) and _near_segment(px[n], a, b, _radius(G, n) + 3) for n in px)
+        blocked = _blocked(xy, reach, a, b, (where[u], where[v]))
         if not blocked:
             out[(u, v)] = None
             continue
@@ -368,16 +393,17 @@ def _edge_paths(G: nx.DiGraph, pos: dict, edges: list, screen: _Screen) -> dict:
     return out
 
 
-def _near_segment(p, a, b, distance: float) -> bool:
+def _blocked(xy, reach, a, b, ends) -> bool:
+    """Whether a node other than the edge's ends sits on the segment a-b (within its radius)."""
     dx, dy = b[0] - a[0], b[1] - a[1]
     length2 = dx * dx + dy * dy
     if length2 == 0:
         return False
-    t = ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2
-    if not 0.0 < t < 1.0:
-        return False
-    qx, qy = a[0] + t * dx - p[0], a[1] + t * dy - p[1]
-    return qx * qx + qy * qy < distance * distance
+    t = ((xy[:, 0] - a[0]) * dx + (xy[:, 1] - a[1]) * dy) / length2
+    qx, qy = a[0] + t * dx - xy[:, 0], a[1] + t * dy - xy[:, 1]
+    near = (t > 0) & (t < 1) & (qx * qx + qy * qy < reach * reach)
+    near[list(ends)] = False
+    return bool(near.any())
 
 
 def _arrowheads(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Screen, flow) -> go.Scatter:
