@@ -9,7 +9,7 @@ import pytest
 from tapeviz.draw import figures, graph, layout
 from test_graph import Builder, keras_like, o, t, wxb
 from test_graph_lesson import loop
-from tapeviz.recording import GradientCall, GradResult, Tape
+from tapeviz.recording import Stats, Tape
 
 
 def cube():
@@ -93,6 +93,15 @@ def test_wxb_shows_each_variables_gradient_on_its_node():
     assert text[t(ids["b"])].startswith("b = 1<br>grad ")
 
 
+def test_a_big_sources_gradient_is_its_norm():
+    rec, ids = wxb()
+    dw = rec.tensor(ids["dw"])
+    dw.shape = [10, 10]
+    dw.stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
+    G = graph.build(rec, tape=1, call=0)
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2\n‖grad‖ 10"
+
+
 def test_large_text_is_at_least_16_px_and_still_without_overlaps():
     rec, _ = wxb()
     G = graph.build(rec, tape=1, call=0)
@@ -130,7 +139,8 @@ def test_none_note_and_labels_do_not_collide():
     rec, ids = wxb()
     G, pos, fig = drawn(rec, tape=1, call=0)
     (note,) = fig.layout.annotations
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
     screen = figures._Screen((fig.layout.xaxis.range, fig.layout.yaxis.range),
-                             fig.layout.height - figures.PLOT_MARGIN)
+                             fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
     box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]))
     assert not any(figures._intersect(box, b) for _, b in figures.label_boxes(fig))

@@ -40,7 +40,8 @@ LARGE_FONT = 18           # "large text": for a projector at the back of a room
 MAX_NONE_NOTES = 40
 NOTE_RISE = 46            # px between a None-gradient node and its note
 # The plot area the label placement assumes (px): the debugger's chart in a 1280 px wide window.
-PLOT_W, PLOT_H = 620.0, 470.0
+PLOT_W, PLOT_H = 570.0, 470.0
+COLOUR_BAR_PX = 110       # what the colour bar takes from the plot's width
 PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
 MIN_HEIGHT, MAX_HEIGHT = 320, 620
 CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
@@ -80,16 +81,15 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
     shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
     height = chart_height(pos)
-    screen = _Screen(ranges, height - PLOT_MARGIN)
+    scale = _log_range(flow) if flow is not None else None
+    screen = _Screen(ranges, height - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if scale is not None else 0))
     edges = [(u, v) for u, v in G.edges if u in shown and v in shown]
     paths = _edge_paths(G, shown, edges, screen) if svg else {e: None for e in edges}
     fig = go.Figure()
     fig.add_trace(_edges(trace, shown, paths, edges, "edges", NO_GRADIENT if flow is not None else EDGE, 1.5))
-    scale = None
     if flow is not None:
         carried = [(u, v) for u, v in edges if _carries(flow.get(u)) and _carries(flow.get(v))]
         fig.add_trace(_edges(trace, shown, paths, carried, "gradient path", FLOW_EDGE, 2.5))
-        scale = _log_range(flow)
     if svg and edges:
         fig.add_trace(_arrowheads(G, shown, paths, edges, screen, flow))
     occupied = [screen.marker_box(shown[n], _radius(G, n)) for n in shown]
@@ -142,8 +142,9 @@ def chart_height(pos: dict) -> int:
 def label_boxes(fig: go.Figure) -> list:
     """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
     what the no-overlap rule is checked against (tests; the browser test measures the real ones)."""
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
     screen = _Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
-                     (fig.layout.height or PLOT_H + PLOT_MARGIN) - PLOT_MARGIN)
+                     (fig.layout.height or PLOT_H + PLOT_MARGIN) - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if bar else 0))
     font = fig.layout.font.size or LABEL_FONT
     out = []
     for tr in fig.data:
@@ -265,10 +266,10 @@ class _Screen:
     The real plot is at least this big in a window 1280 px wide and up, so a
     placement without overlaps here has none on screen either."""
 
-    def __init__(self, ranges, height: float = PLOT_H):
+    def __init__(self, ranges, height: float = PLOT_H, width: float = PLOT_W):
         (x0, x1), (y0, y1) = ranges if ranges[0] else ((0, 1), (0, 1))
-        self.x0, self.y0, self.h = x0, y0, height
-        self.sx, self.sy = PLOT_W / ((x1 - x0) or 1), height / ((y1 - y0) or 1)
+        self.x0, self.y0, self.h, self.w = x0, y0, height, width
+        self.sx, self.sy = width / ((x1 - x0) or 1), height / ((y1 - y0) or 1)
 
     def px(self, p):
         return ((p[0] - self.x0) * self.sx, (p[1] - self.y0) * self.sy)
@@ -311,8 +312,8 @@ def _intersect(p, q) -> bool:
     return p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]
 
 
-def _inside(box, height: float) -> bool:
-    return box[0] >= 0 and box[1] >= 0 and box[2] <= PLOT_W and box[3] <= height
+def _inside(box, screen) -> bool:
+    return box[0] >= 0 and box[1] >= 0 and box[2] <= screen.w and box[3] <= screen.h
 
 
 def _label_priority(data: dict) -> tuple:
@@ -336,7 +337,7 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
             spot = None
             for place in PLACES:
                 box = screen.label_box(pos[n], _radius(G, n), attempt, place, font)
-                if _inside(box, screen.h) and not boxes.hits(box, mine[n]):
+                if _inside(box, screen) and not boxes.hits(box, mine[n]):
                     spot = (place, box)
                     break
             if spot is not None:

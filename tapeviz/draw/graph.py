@@ -37,6 +37,7 @@ CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORW
 
 # How much of a value or a reason fits in a hover box.
 VALUE_CHARS = 160
+LABEL_LINE = 18           # "name = value" longer than this takes two label lines
 
 
 def tensor_node(tensor_id: int) -> str:
@@ -398,20 +399,25 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
         if data["kind"] == "tensor":
             info = rec.tensor(data["ref"])
             text = short_value(info) if info is not None else ""
-            head = f"{info.name} = {text}" if info is not None and info.name and text else (data["label"] or text)
-            lines = [head]
+            name = info.name if info is not None and info.name else None
+            if name and text:   # "w = 2" on one line; a long name and a shape on two
+                lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
+            else:
+                lines = [data["label"] or text]
             t = data["ref"]
             if call is not None:
                 if t in exact:
                     grad = exact[t]
-                    lines.append("grad None" if grad is None else "grad " + short_value(grad))
+                    lines.append("grad None" if grad is None else
+                                 "‖grad‖ " + _number(_norm(grad)) if not _small(grad) and _norm(grad) is not None
+                                 else "grad " + short_value(grad))
                 elif t in norms:
                     lines.append("‖grad‖ " + _number(norms[t]))
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
             data["label"] = "\n".join(x for x in lines if x)
-            data["grad_text"] = lines[1] if len(lines) > 1 else None
+            data["grad_text"] = lines[-1] if call is not None and len(lines) > 1 else None
         elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
             low, high = data["range"]
             data["label"] += "\n" + (_number(low) if low == high else f"{_number(low)} … {_number(high)}")
@@ -419,17 +425,26 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
 
 def short_value(info) -> str:
     """A tensor in a few characters: its numbers when it has at most 4, else shape and norm."""
-    if info.value is not None and not isinstance(info.value, list):
+    if _small(info):
         return _value_text(info.value)
-    if info.value is not None and _count(info.value) <= 4:
-        return _value_text(info.value)
-    shape = _short_shape(info.shape) or "scalar"
+    norm = _norm(info)
+    if norm is None:
+        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
+    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {_number(norm)}"
+
+
+def _small(info) -> bool:
+    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= 4)
+
+
+def _norm(info) -> Optional[float]:
+    """The L2 norm, from the recorded mean and std: sqrt(n * (mean² + std²))."""
     s = info.stats
     if s is None or as_float(s.mean) is None or as_float(s.std) is None:
-        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
+        return None
     n = math.prod(d or 1 for d in info.shape) if info.shape else 1
     mean, std = as_float(s.mean), as_float(s.std)
-    return f"{shape}, ‖·‖ {_number(math.sqrt(n * (mean * mean + std * std)))}"
+    return math.sqrt(n * (mean * mean + std * std))
 
 
 def _count(value) -> int:
