@@ -1,9 +1,5 @@
 """figures.op_graph as a lesson: arrowheads, every input visible, labels that never overlap,
 large text, and a step-through that reveals without moving anything."""
-import math
-
-import networkx as nx
-import plotly.graph_objects as go
 import pytest
 
 from tapeviz.draw import figures, graph, layout

@@ -3,7 +3,7 @@ and the ops an unwatched input kept off the tape. Hand-built recordings, no Tens
 import pytest
 
 from tapeviz.draw import graph
-from tapeviz.recording import (BACKWARD, FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
+from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
 from test_graph import Builder, o, t, wxb
 
 

@@ -2,7 +2,7 @@
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.draw import graph
 from tapeviz.page import view
-from tapeviz.recording import Alert, GradientCall, GradResult, Recording, Tape
+from tapeviz.recording import Alert, Recording, Tape
 from test_graph import o, t, wxb
 from test_graph_lesson import loop
 
