@@ -143,6 +143,9 @@ def test_large_text_labels_are_16px_and_never_overlap(server, page):
     open_example(page, server, "higher_order")
     assert label_overlaps(page) == []
     page.get_by_text("Large text").click()
+    # the rerun redraws the chart; wait until its labels are the large ones (a failure times out)
+    page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+        .some(t => parseFloat(getComputedStyle(t).fontSize) >= 18)""", timeout=WAIT_MS)
     page.wait_for_timeout(2500)
     sizes = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
         .filter(t => t.textContent).map(t => parseFloat(getComputedStyle(t).fontSize))""")

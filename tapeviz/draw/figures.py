@@ -438,9 +438,9 @@ def _edge_counts(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Sc
         path = paths.get((u, v)) or [pos[u], pos[v]]
         mid = path[len(path) // 2] if len(path) > 2 else ((path[0][0] + path[1][0]) / 2, (path[0][1] + path[1][1]) / 2)
         text = f"×{n}"
-        box = screen.label_box(mid, 0, [text], "top center", font - 2)
+        box = screen.label_box(mid, 0, [text], "top center", font)
         if any(_intersect(box, o) for o in occupied):
-            box = screen.label_box(mid, 0, [text], "bottom center", font - 2)
+            box = screen.label_box(mid, 0, [text], "bottom center", font)
             if any(_intersect(box, o) for o in occupied):
                 continue
             place = "bottom center"
@@ -453,7 +453,7 @@ def _edge_counts(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Sc
     if not xs:
         return None
     return go.Scatter(x=xs, y=ys, mode="text", text=[t for t, _ in texts], textposition=[p for _, p in texts],
-                      textfont=dict(size=font - 2, color="#B00020"), name="inputs per edge",
+                      textfont=dict(size=font, color="#B00020"), name="inputs per edge",
                       showlegend=False, hoverinfo="skip")
 
 
