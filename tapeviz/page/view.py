@@ -18,24 +18,6 @@ GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op st
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
 
 
-def tape_choices(rec: Recording) -> list:
-    """[(tape id or None, label)]: every op first, then each tape, nested tapes saying so."""
-    out = [(None, "every op (all tapes and gradient computations)")]
-    for tp in rec.tapes:
-        words = [f"tape {tp.id}"]
-        if tp.line is not None:
-            words.append(f"line {tp.line}")
-        if tp.parent is not None:
-            words.append(f"inside tape {tp.parent}")
-        elif any(other.parent == tp.id for other in rec.tapes):
-            words.append("outer")
-        if tp.persistent:
-            words.append("persistent")
-        words.append(f"{len(tp.ops)} ops")
-        out.append((tp.id, ", ".join(words)))
-    return out
-
-
 def tape_summary(rec: Recording, tape_id: int) -> str:
     """One sentence on a tape: what it watched and recorded, and its backward ops if nested."""
     tp = next(t for t in rec.tapes if t.id == tape_id)
@@ -67,22 +49,6 @@ def group_keys(rec: Recording) -> list:
         if key and key not in seen:
             seen[key] = None
     return list(seen)
-
-
-def steps(rec: Recording, tape: Optional[int] = None) -> list:
-    """Op ids a step-through visits, in execution order (forward, then backward as it ran).
-
-    ReadVariableOps are left out: the graph folds them into their variable, so a step
-    onto one would change nothing on screen.
-    """
-    return [op.id for op in rec.ops
-            if op.type != graph.READ_VARIABLE and (tape is None or tape in op.tapes)]
-
-
-def step_label(rec: Recording, op_id: int) -> str:
-    op = rec.op(op_id)
-    where = f", line {op.line}" if op.line is not None else ""
-    return f"{op.function or op.type} ({op.phase}{where})"
 
 
 def call_choices(rec: Recording) -> list:
