@@ -138,5 +138,7 @@ def test_none_note_and_labels_do_not_collide():
     bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
     screen = figures._Screen((fig.layout.xaxis.range, fig.layout.yaxis.range),
                              fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
-    box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]))
+    box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]), note.ay)
+    markers = [screen.marker_box(pos[n], figures._radius(G, n)) for n in G if n != t(ids["x"])]
+    assert not any(figures._intersect(box, m) for m in markers)
     assert not any(figures._intersect(box, b) for _, b in figures.label_boxes(fig))

@@ -248,8 +248,11 @@ if rec is None:
 run_id = st.session_state.run_id
 
 # None gradients, NaN and Inf go first, unasked: they are what a debugging session is about.
-for i, callout in enumerate(view.callouts(rec)[:6]):
-    row = top.columns([6, 1], vertical_alignment="center")
+problems, where = view.callouts(rec), top
+for i, callout in enumerate(problems[:8]):
+    if i == 2:   # the first two in full; more would push the picture off the screen
+        where = top.expander(f"{len(problems) - 2} more: " + ", ".join(c.text.split("**")[1] for c in problems[2:8]))
+    row = where.columns([6, 1], vertical_alignment="center")
     row[0].error(callout.text)
     row[1].button("Show it", key=f"callout{i}", on_click=show_callout,
                   args=(callout.view, callout.tensor, callout.backward))

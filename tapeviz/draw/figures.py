@@ -93,8 +93,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     if svg and edges:
         fig.add_trace(_arrowheads(G, shown, paths, edges, screen, flow))
     occupied = [screen.marker_box(shown[n], _radius(G, n)) for n in shown]
-    occupied += [screen.note_box(shown[n], _note_text(G.nodes[n]["none_reason"])) for n in shown
-                 if G.nodes[n].get("none_reason")]
+    rises = _note_sides(G, shown, screen, occupied)
+    occupied += [screen.note_box(shown[n], _note_text(G.nodes[n]["none_reason"]), rise) for n, rise in rises.items()]
     counts = _edge_counts(G, shown, paths, edges, screen, occupied, font)
     if counts is not None:
         fig.add_trace(counts)
@@ -112,7 +112,7 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         fig.add_trace(_legend_entry("no gradient", "circle", NO_GRADIENT))
         if any(v is not None and not math.isfinite(v) for v in flow.values()):
             fig.add_trace(_legend_entry("NaN / Inf gradient", "circle", NON_FINITE))
-    for note in _none_notes(G, shown):
+    for note in _none_notes(G, shown, rises):
         fig.add_annotation(note)
     alarming = [n for n in shown if G.nodes[n].get("nonfinite")]
     if alarming:
@@ -244,15 +244,33 @@ def _ring(G: nx.DiGraph, pos: dict, nodes: list, colour: str, name: str) -> go.S
     )
 
 
-def _none_notes(G: nx.DiGraph, pos: dict) -> list:
+def _note_sides(G: nx.DiGraph, pos: dict, screen, markers: list) -> dict:
+    """{node: px rise} for each None note: below its node, or above when that covers no marker."""
+    out = {}
+    for node in pos:
+        reason = G.nodes[node].get("none_reason")
+        if reason is None:
+            continue
+        own = screen.marker_box(pos[node], _radius(G, node))
+        others = [m for m in markers if m != own] + [screen.note_box(pos[n], _note_text(G.nodes[n]["none_reason"]), r)
+                                                      for n, r in out.items()]
+        out[node] = next((rise for rise in (NOTE_RISE, -NOTE_RISE, 2 * NOTE_RISE, -2 * NOTE_RISE)
+                          if not any(_intersect(screen.note_box(pos[node], _note_text(reason), rise), m)
+                                     for m in others)), NOTE_RISE)
+        if len(out) == MAX_NONE_NOTES:
+            break
+    return out
+
+
+def _none_notes(G: nx.DiGraph, pos: dict, rises: dict) -> list:
     """Short "None: <why>" notes by the sources whose gradient is None, full reason on hover."""
     notes = []
     for node, data in G.nodes(data=True):
         reason = data.get("none_reason")
-        if reason is None or node not in pos:
+        if reason is None or node not in rises:
             continue
         notes.append(dict(x=pos[node][0], y=pos[node][1], text=html.escape(_note_text(reason)),
-                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=NOTE_RISE,
+                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=rises[node],
                           font=dict(size=15, color="#B00020"), bgcolor="rgba(255,255,255,0.9)",
                           bordercolor="#B00020", borderwidth=2))
         if len(notes) == MAX_NONE_NOTES:   # annotations are DOM nodes; past this they only slow the page
@@ -281,11 +299,11 @@ class _Screen:
         x, y = self.px(p)
         return (x - r, y - r, x + r, y + r)
 
-    def note_box(self, p, text):
-        # A None note hangs NOTE_RISE px below its node (plotly: ay > 0 is down), 15 px text, a border.
+    def note_box(self, p, text, rise: float = NOTE_RISE):
+        # A None note hangs `rise` px below its node (plotly: ay > 0 is down), 15 px text, a border.
         x, y = self.px(p)
         w = len(text) * CHAR_EM * 15 + 8
-        return (x - w / 2, y - NOTE_RISE - 14, x + w / 2, y - NOTE_RISE + 14)
+        return (x - w / 2, y - rise - 14, x + w / 2, y - rise + 14)
 
     def label_box(self, p, r, lines, place, font):
         x, y = self.px(p)
