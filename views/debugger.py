@@ -177,9 +177,9 @@ def show_graph(rec, run_id):
                          current=current if visible is not None else None, large_text=large)
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
-    st.caption(view.legend_text(rec, key) + f" {len(order)} ops and {G.number_of_nodes() - len(order)} "
-                       "tensors drawn. Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
-                       "double-click to fit.")
+    st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
+               + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
+               "double-click to fit.")
     if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
     if calling:

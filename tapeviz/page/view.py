@@ -415,6 +415,10 @@ def revealed(G: nx.DiGraph, upto: str) -> set:
     return {n for n, d in G.nodes(data=True) if d.get("order", -1) <= last}
 
 
+def drawn_words(ops: int, tensors: int) -> str:
+    return f"{ops} op{'s' * (ops != 1)} and {tensors} tensor{'s' * (tensors != 1)} drawn"
+
+
 def step_words(G: nx.DiGraph, node: str) -> str:
     d = G.nodes[node]
     where = f", line {d['line']}" if d.get("line") is not None else ""
