@@ -42,15 +42,20 @@ def test_every_example_runs_from_its_link_and_draws(name):
     assert not at.exception
     assert at.text_area(key="source").value == examples.load(name).source
     assert charts(at), f"{name}: no graph; errors: {texts(at.error)}"
-    if name not in ("nonpersistent_error", "nan_hunt"):    # those two are about an error
+    # those are about an error, a NaN, or None gradients (called out in red, unasked)
+    if name not in ("nonpersistent_error", "nan_hunt", "none_gradients"):
         assert not at.error, texts(at.error)
 
 
-def test_higher_order_prints_both_derivatives_and_offers_its_tapes():
+def test_higher_order_opens_on_the_outer_gradient_and_names_its_tapes():
     at = opened(example="higher_order")
     assert "dy_dx = 3.0" in texts(at.code) and "d2y_dx2 = 6.0" in texts(at.code)
-    tape = at.selectbox(key="tape")
-    assert tape.value == 0 and len(tape.options) == 3      # every op, the outer tape, the inner tape
+    shown = at.selectbox(key="view")
+    assert shown.value == "call:0:0" and "outer_tape.gradient" in shown.format_func(shown.value)
+    # two gradient calls, what each tape recorded, every op
+    assert len(shown.options) == 5 and any("inner_tape" in o for o in shown.options)
+    at = shown.set_value("tape:0").run()
+    assert not at.exception
     assert "backward ops of an inner gradient call" in texts(at.caption)
 
 
@@ -83,11 +88,14 @@ def test_the_inspector_shows_a_picked_tensor_and_its_line():
     assert "made by" in texts(at.markdown) and "tapeviz-code" in texts(at.markdown)
 
 
-def test_gradient_flow_names_the_reason_for_each_none():
+def test_every_none_gradient_is_called_out_unasked():
     at = opened(example="none_gradients")
-    at = at.selectbox(key="call").set_value(1).run()
-    assert not at.exception
-    assert "is None" in texts(at.warning) and "never used" in texts(at.warning)
+    called = texts(at.error)
+    assert called.count("is None") == 3 and "never used" in called and "int32" in called
+    assert at.selectbox(key="view").value == "call:0:0"      # the first None's call, its source picked
+    assert at.selectbox(key="pick").value is not None
+    at = at.button(key="callout1").click().run()
+    assert not at.exception and at.selectbox(key="view").value == "call:0:1"
     at = at.toggle(key="path_only").set_value(True).run()
     assert not at.exception and charts(at)
 
@@ -95,7 +103,7 @@ def test_gradient_flow_names_the_reason_for_each_none():
 def test_nan_alert_leads_to_where_it_first_appeared():
     at = opened(example="nan_hunt")
     assert "first appeared" in texts(at.error)
-    at = at.button(key="alert0").click().run()
+    at = at.button(key=next(b.key for b in at.button if b.label == "Show it")).click().run()
     assert not at.exception
     assert at.selectbox(key="pick").value is not None
 
@@ -104,6 +112,8 @@ def test_a_shared_code_link_opens_and_runs_that_code():
     at = opened(code=share.encode("import tensorflow as tf\nsecret = tf.constant(41.0) + 1\nprint(secret.numpy())\n"))
     assert not at.exception
     assert "42.0" in texts(at.code)
+    # no tape: a sentence says so, and there is no view picker to sit on a placeholder
+    assert "opened no" in texts(at.info) and not [s for s in at.selectbox if s.key == "view"]
 
 
 @pytest.mark.parametrize("params", [{"example": "no_such_example"}, {"code": "not-base64!!"},

@@ -41,3 +41,114 @@ def test_mnist_step_grouped_by_layer(server, page):
     assert_no_exception(page)
     assert "global_average_pooling2d" in page.inner_text("body") or page.locator("text=conv2d").count()
     page.screenshot(path=screenshot_path("debugger_mnist_step.png"))
+
+
+# -- the judged lessons, opened by share link with no clicks --------------------------------
+WXB = """import tensorflow as tf
+w = tf.Variable(2.0)
+b = tf.Variable(1.0)
+x = tf.constant(3.0)
+with tf.GradientTape() as tape:
+    z = w * x + b
+dw, db = tape.gradient(z, [w, b])
+print(dw.numpy(), db.numpy())
+"""
+UNWATCHED = """import tensorflow as tf
+x = tf.convert_to_tensor(10.)
+with tf.GradientTape() as tape:
+    y = x * x
+print(tape.gradient(y, x))
+"""
+LOOP = """import tensorflow as tf
+x = tf.Variable(1.0)
+with tf.GradientTape() as tape:
+    y = tf.constant(0.0)
+    for i in range(3000):
+        y = y * 1.0 + x
+print(tape.gradient(y, x))
+"""
+NO_TAPE = """import tensorflow as tf
+a = tf.constant(2.0)
+b = tf.constant(3.0)
+c = a + b
+print(c.numpy())
+"""
+
+
+def open_code(page, server, source):
+    from tapeviz.page import share
+    page.goto(f"{server}/?code={share.encode(source)}")
+    page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+    page.wait_for_timeout(1500)
+
+
+def chart_labels(page) -> list:
+    """The text of every label drawn on the chart (plotly writes a <br> as separate tspans)."""
+    return page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+        .map(t => Array.from(t.querySelectorAll('tspan.line')).map(s => s.textContent).join('\\n')
+                  || t.textContent)""")
+
+
+def label_overlaps(page) -> list:
+    """Pairs of chart labels whose rendered boxes intersect, measured by the browser."""
+    return page.evaluate("""(() => {
+        const boxes = Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+            .filter(t => t.textContent).map(t => [t.textContent, t.getBoundingClientRect()]);
+        const out = [];
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const [a, p] = boxes[i], [b, q] = boxes[j];
+            if (p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom) out.push([a, b]);
+        }
+        return out; })()""")
+
+
+def test_wxb_shows_each_variables_gradient_on_its_node(server, page):
+    open_code(page, server, WXB)
+    labels = chart_labels(page)
+    assert "w = 2\ngrad 3" in labels and "b = 1\ngrad 1" in labels, labels
+    assert "Choose an option" not in page.inner_text("body")
+    assert label_overlaps(page) == []
+    assert_no_exception(page)
+    page.screenshot(path=screenshot_path("debugger_wxb.png"))
+
+
+def test_unwatched_constant_is_explained_unasked(server, page):
+    open_code(page, server, UNWATCHED)
+    alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
+    assert any("is None" in a and "watch" in a for a in alerts), alerts
+    notes = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot .annotation-text')).map(t => t.textContent)")
+    assert any(n.startswith("gradient None") for n in notes), notes
+    assert "x = 10\ngrad None" in chart_labels(page)
+    assert_no_exception(page)
+    page.screenshot(path=screenshot_path("debugger_unwatched.png"))
+
+
+def test_a_3000_op_loop_draws_a_few_markers_naming_the_count(server, page):
+    open_code(page, server, LOOP)
+    markers = page.evaluate("document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length")
+    assert 0 < markers <= 300
+    assert any("×3000" in label for label in chart_labels(page))
+    assert_no_exception(page)
+
+
+def test_a_program_without_a_tape_says_so_and_shows_no_placeholder(server, page):
+    open_code(page, server, NO_TAPE)
+    body = page.inner_text("body")
+    assert "Choose an option" not in body and "opened no tf.GradientTape" in body.replace("`", "")
+    assert "c = 5" in chart_labels(page)
+    assert_no_exception(page)
+
+
+def test_large_text_labels_are_16px_and_never_overlap(server, page):
+    open_example(page, server, "higher_order")
+    assert label_overlaps(page) == []
+    page.get_by_text("Large text").click()
+    # the rerun redraws the chart; wait until its labels are the large ones (a failure times out)
+    page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+        .some(t => parseFloat(getComputedStyle(t).fontSize) >= 18)""", timeout=WAIT_MS)
+    page.wait_for_timeout(2500)
+    sizes = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .textpoint text'))
+        .filter(t => t.textContent).map(t => parseFloat(getComputedStyle(t).fontSize))""")
+    assert sizes and min(sizes) >= 16
+    assert label_overlaps(page) == []
+    page.screenshot(path=screenshot_path("debugger_large_text.png"))

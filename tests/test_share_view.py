@@ -33,14 +33,6 @@ def test_a_compression_bomb_is_refused():
         share.decode(bomb)
 
 
-def test_steps_skip_variable_reads_and_follow_the_tape():
-    rec, _ = wxb()
-    all_steps, on_tape = view.steps(rec), view.steps(rec, tape=1)
-    assert all(rec.op(i).type != "ReadVariableOp" for i in all_steps)
-    assert set(on_tape) < set(all_steps) and on_tape == sorted(on_tape)
-    assert "backward" in view.step_label(rec, all_steps[-1])
-
-
 def test_details_of_a_tensor_name_its_producer_consumers_and_line():
     rec, ids = wxb()
     G = graph.build(rec, tape=1, call=0)

@@ -11,7 +11,8 @@ from tapeviz.page import mode, opened, session, share, view
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.
-VIEW_KEYS = ("tape", "call", "group", "expand", "path_only", "pick", "_graph_seen", "focus")
+VIEW_KEYS = ("tape", "call", "group", "expand", "path_only", "pick", "_graph_seen", "focus",
+             "view", "backward", "fold", "plumbing", "unfold")
 
 st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
@@ -28,22 +29,19 @@ def load_example():
         st.session_state.pending = True
 
 
-def focus_on(tensor_id, op_id):
-    """Show the op where a NaN/Inf first appeared: every op, its layer expanded, selected."""
-    rec = st.session_state.rec
-    for key in ("tape", "call"):
-        st.session_state[key] = None
-    st.session_state.path_only = False
-    op = rec.op(op_id) if op_id is not None else None
-    layer = graph.group_key(op.scope) if op is not None else None
-    if layer and layer not in st.session_state.get("expand", []):
-        st.session_state.expand = [*st.session_state.get("expand", []), layer]
-    st.session_state.pop("step:None", None)
-    st.session_state.focus = tensor_id
+def show_callout(view_key, tensor_id, backward):
+    """A callout's button: its view, every op revealed, its node picked."""
+    st.session_state.update(view=view_key, path_only=False, focus=tensor_id,
+                            backward=backward or st.session_state.get("backward", False))
+    st.session_state.pop(f"step:{view_key}", None)
 
 
 def expand_layer(key):
     st.session_state.expand = [*st.session_state.get("expand", []), key]
+
+
+def unfold(node):
+    st.session_state.unfold = [*st.session_state.get("unfold", []), node]
 
 
 def start_from_url():
@@ -88,7 +86,8 @@ def run(source, where):
     # Another page may ask for a view of what it sent (the training page: {"call": 0}).
     wanted = st.session_state.pop("after_run", {})
     if wanted.get("call") is not None and wanted["call"] < len(view.call_choices(rec)):
-        st.session_state.call = wanted["call"]
+        tape_id, index, _ = view.call_choices(rec)[wanted["call"]]
+        st.session_state.view = f"call:{tape_id}:{index}"
     # The address bar names what ran, so a reload or a copied URL gives the same page.
     name = st.session_state.get("example")
     if name and source == examples.load(name).source:
@@ -102,7 +101,7 @@ def adopt(rec, recorded):
     for key in [*VIEW_KEYS, *[k for k in st.session_state if str(k).startswith("step:")]]:
         st.session_state.pop(key, None)
     st.session_state.update(rec=rec, rec_dict=recorded, run_id=st.session_state.get("run_id", 0) + 1,
-                            group=view.auto_group(rec), tape=view.default_tape(rec))
+                            group=view.auto_group(rec), **view.opening(rec))
 
 
 # -- opening a recording made elsewhere (`tapeviz record`, `tapeviz view`, a download) -------
@@ -154,7 +153,7 @@ def show_source(where, rec, G, node, line):
 
 
 def show_result(rec):
-    """The run's outcome: its error with the line and a hint, and what it printed."""
+    """The run's outcome: its error with the line and a hint."""
     if rec.error is not None:
         err = rec.error
         title = "Timeout (the run hit its time limit)" if err.type == "Timeout" else err.type
@@ -165,50 +164,48 @@ def show_result(rec):
             st.info("**Hint:** " + err.hint)
         if rec.ops:
             st.caption("The graph below shows what was recorded before the error.")
+
+
+def show_printed(rec):
     if rec.stdout:
         st.markdown("**Printed output**")
         st.code(rec.stdout, language=None, height=min(220, 40 + 28 * rec.stdout.count("\n")))
 
 
 def show_graph(rec, run_id):
-    """Pickers, the step slider and the op graph; returns (G, flow, figure) or None."""
-    calls = view.call_choices(rec)
-    tapes = dict(view.tape_choices(rec))
-    c1, c2 = st.columns(2)
-    tape = c1.selectbox("Tape", list(tapes), format_func=tapes.get, key="tape")
-    call = c2.selectbox("Gradient flow of", [None, *range(len(calls))], key="call",
-                        format_func=lambda i: "(none: plain op graph)" if i is None else calls[i][2])
+    """The view picker, display toggles, the op graph and its step slider; returns (G, flow, figure) or None."""
+    choices = dict(view.view_choices(rec))
+    if rec.tapes:
+        key = st.selectbox("Show", list(choices), format_func=choices.get, key="view")
+    else:
+        st.info(view.no_tape_sentence(rec))
+        key = view.ALL_OPS
+    tape, call_index = view.parse_view(key)
     layers = view.group_keys(rec)
-    c3, c4, c5 = st.columns([2, 2, 3])
-    group = c3.toggle("Group by layer", key="group", disabled=not layers)
-    path_only = c4.toggle("Gradient path only", key="path_only", disabled=call is None,
-                          help="Hide ops the chosen gradient does not flow through.")
-    expand = (c5.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
+    row = [*st.columns(3), *st.columns(3)]
+    fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
+    backward = row[1].toggle("Backward ops", key="backward", disabled=call_index is None,
+                             help="The ops the gradient call ran.")
+    path_only = row[2].toggle("Path only", key="path_only", disabled=call_index is None,
+                              help="Hide ops the chosen gradient does not flow through.")
+    large = row[3].toggle("Large text", key="large_text", help="Bigger labels, for a projector.")
+    plumbing = row[4].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
+                                                             "AssignVariableOp, …")
+    group = row[5].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
+    expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
               if group and layers else [])
-    call_index = None
-    if call is not None:
-        tape, call_index = calls[call][0], calls[call][1]
-        st.caption(f"Colours: norm of the gradient of the call's target with respect to each tensor "
-                   f"(log scale) on tape {tape}, which made this call. Grey: no gradient flows there.")
-
-    chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
-    order = view.steps(rec, tape)
-    upto = None
-    if len(order) > 1:
-        k = st.slider("Step through the ops in the order they ran", 1, len(order), len(order), key=f"step:{tape}")
-        st.caption(f"Step {k} of {len(order)}: {view.step_label(rec, order[k - 1])}")
-        upto = order[k - 1] if k < len(order) else None
-
+    calling = call_index is not None
     try:
-        G, pos = session.drawn(rec, run_id, tape=tape, group=group, expand=list(expand),
-                               gradient_path_only=bool(path_only and call is not None),
-                               upto_op=upto, call=call_index)
+        G, pos = session.drawn(rec, run_id, tape=tape, group=group,
+                               expand=[*expand, *st.session_state.get("unfold", [])],
+                               gradient_path_only=bool(path_only and calling), call=call_index,
+                               fold=fold, plumbing=plumbing, backward=bool(backward and calling))
     except (ValueError, KeyError, IndexError) as exc:
         st.error(f"This view cannot be drawn: {exc}")
         return None
-    flow = graph.flow_norms(rec, tape, call_index, G) if call is not None else None
+    flow = graph.flow_norms(rec, tape, call_index, G) if calling else None
 
-    # A click on the chart, or the alert's button, picks the node the inspector shows.
+    # A click on the chart, or a callout's button, picks the node the inspector shows.
     if (focus := st.session_state.pop("focus", None)) is not None:
         st.session_state.pick = view.node_for_tensor(rec, G, focus)
     chart = st.session_state.get("graph") or {}
@@ -221,22 +218,31 @@ def show_graph(rec, run_id):
         st.session_state.pick = None
     picked = st.session_state.pick
 
-    view_key = (tape, call_index, group, tuple(expand), path_only, upto, picked)
-    fig = session.figure(G, pos, run_id, view_key, flow=flow, selected=picked)
-    chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=620,
-                            config={"scrollZoom": True, "displaylogo": False})
-    chart_area.caption(f"{G.number_of_nodes()} nodes. Hover for details; click a node to inspect it; "
-                       "scroll to zoom, drag to pan, double-click to fit.")
+    chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
+    order = view.step_nodes(G)
+    current = visible = None
+    if len(order) > 1:
+        k = st.slider(f"Step through the {len(order)} ops drawn, in the order they ran", 1, len(order), len(order),
+                      key=f"step:{key}")
+        current = order[k - 1]
+        st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
+        if G.nodes[current].get("line"):
+            st.markdown(view.code_html(rec.source, G.nodes[current]["line"], context=0), unsafe_allow_html=True)
+        visible = view.revealed(G, current) if k < len(order) else None
 
-    if call is None and tape is not None:
+    view_key = (key, group, tuple(expand), tuple(st.session_state.get("unfold", [])), path_only, fold, plumbing,
+                backward, large, current if visible is not None else None, picked)
+    fig = session.figure(G, pos, run_id, view_key, flow=flow, selected=picked, visible=visible,
+                         current=current if visible is not None else None, large_text=large)
+    chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
+                            config={"scrollZoom": True, "displaylogo": False})
+    st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
+               + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
+               "double-click to fit.")
+    if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
-    if call is not None:
+    if calling:
         chosen = graph.gradient_call(rec, tape, call_index)
-        for result in chosen.results:
-            if result.grad is None:
-                who = rec.tensor(result.source)
-                st.warning(f"**Gradient for `{who.name if who and who.name else result.source}` is None:** "
-                           f"{result.none_reason or 'no reason recorded'}")
         for note in (chosen.error, chosen.warning, chosen.note):
             if note:
                 st.info(note)
@@ -260,6 +266,8 @@ def show_inspector(rec, G, flow):
             info.dataframe([d.stats], hide_index=True)
         if d.group:
             info.button(f"Expand {d.group}", on_click=expand_layer, args=(d.group,))
+        if d.unfold:
+            info.button("Unfold: every op", on_click=unfold, args=(d.unfold,))
         if d.producer:
             code.markdown(f"**made by** {d.producer}")
         if d.consumers:
@@ -300,11 +308,15 @@ if rec is None:
     st.stop()
 run_id = st.session_state.run_id
 
-# Numerics alerts and warnings go first: they are what a debugging session is about.
-for i, alert in enumerate(rec.alerts[:3]):
-    row = top.columns([6, 1], vertical_alignment="center")
-    row[0].error(view.alert_text(rec, alert))
-    row[1].button("Show where", key=f"alert{i}", on_click=focus_on, args=(alert.tensor, alert.op))
+# None gradients, NaN and Inf go first, unasked: they are what a debugging session is about.
+problems, where = view.callouts(rec), top
+for i, callout in enumerate(problems[:8]):
+    if i == 2:   # the first two in full; more would push the picture off the screen
+        where = top.expander(f"{len(problems) - 2} more: " + ", ".join(c.text.split("**")[1] for c in problems[2:8]))
+    row = where.columns([6, 1], vertical_alignment="center")
+    row[0].error(callout.text)
+    row[1].button("Show it", key=f"callout{i}", on_click=show_callout,
+                  args=(callout.view, callout.tensor, callout.backward))
 for warning in rec.warnings[:5]:
     line = warning.get("line")
     top.warning((f"Line {line}: " if line else "") + str(warning.get("message", warning)))
@@ -321,6 +333,7 @@ with right:
         show_inspector(rec, *drawn[:2])
     elif not rec.ops:
         st.info("No TensorFlow op ran, so there is no graph to draw.")
+    show_printed(rec)
 
 # -- share and export ----------------------------------------------------------------------
 with left:

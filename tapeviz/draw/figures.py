@@ -1,7 +1,8 @@
 """Plotly figures of the op graph and of the gradient flowing back through it.
 
-Drawing only: graph.py says what the nodes are, layout.py where they go. WebGL
-traces, one per node category, so that a 10,000-op recording stays responsive.
+Drawing only: graph.py says what the nodes are, layout.py where they go. One trace per
+node category: SVG for the graphs a lesson shows (arrowheads, labels placed without
+overlaps), WebGL past SVG_NODES so that a 10,000-op recording stays responsive.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from .graph import BACKWARD_OP, CATEGORIES, FORWARD_OP, GROUP
+from .graph import BACKWARD_OP, CATEGORIES, FORWARD_OP, GROUP, REPEAT, UNRECORDED_OP
 
 # Okabe-Ito colours: told apart by colour-blind students and on a washed-out projector.
 STYLE = {   # category: (legend name, symbol, colour)
@@ -26,12 +27,26 @@ STYLE = {   # category: (legend name, symbol, colour)
     FORWARD_OP: ("forward ops", "square", "#009E73"),
     BACKWARD_OP: ("backward ops", "diamond", "#CC79A7"),
     GROUP: ("layers", "square", "#0072B2"),
+    REPEAT: ("repeated ops (folded)", "square", "#117733"),
+    UNRECORDED_OP: ("ops the tape did not record", "square-open", "#777777"),
 }
-SIZE = {"tensor": 16, "op": 20, GROUP: 34}
-LARGE = 1500              # nodes: beyond this, smaller markers and labels only where few
-LABELLED_TRACE = 400      # a trace with more points than this draws no text labels
-LABEL_FONT = 16
+SIZE = {"tensor": 16, "op": 20, GROUP: 34, REPEAT: 30}
+LARGE = 1500              # nodes: beyond this, smaller markers
+SVG_NODES = 800           # up to this many nodes: SVG (arrowheads, measurable labels); beyond, WebGL
+LABELLED_TRACE = 400      # kept for callers: the most labels a graph draws (MAX_LABELS)
+MAX_LABELS = 400
+LABEL_FONT = 14
+LARGE_FONT = 18           # "large text": for a projector at the back of a room
 MAX_NONE_NOTES = 40
+NOTE_RISE = 46            # px between a None-gradient node and its note
+# The plot area the label placement assumes (px): the debugger's chart in a 1280 px wide window.
+PLOT_W, PLOT_H = 570.0, 470.0
+COLOUR_BAR_PX = 110       # what the colour bar takes from the plot's width
+PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
+MIN_HEIGHT, MAX_HEIGHT = 320, 620
+CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
+PLACES = ("top center", "bottom center", "middle right", "middle left")
+CURVE_POINTS = 16
 
 COLORSCALE = "Viridis"
 NO_GRADIENT = "#D0D0D0"   # nodes and edges the gradient did not reach, or reached as zero
@@ -39,6 +54,7 @@ NON_FINITE = "#FF0000"    # a NaN or Inf gradient: must not blend into the scale
 EDGE = "#8A8A8A"
 FLOW_EDGE = "#3A3A3A"
 SELECTED = "#D55E00"
+CURRENT = "#0072B2"       # the op a step-through stands on
 LEGEND_SHAPE = "#555555"  # flow mode: the legend tells categories apart by shape alone
 # Flow mode colours nodes with numbers on one scale: no gradient at 0, NaN/Inf at 1, and
 # the log-norm scale between SCALE_LOW and SCALE_HIGH.
@@ -47,25 +63,47 @@ SCALE_LOW, SCALE_HIGH = 0.02, 0.98
 
 
 def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Optional[str] = None,
-             title: Optional[str] = None) -> go.Figure:
-    """The op graph: one edge trace, one trace per node category, customdata = node id.
+             title: Optional[str] = None, visible: Optional[set] = None, current: Optional[str] = None,
+             large_text: bool = False) -> go.Figure:
+    """The op graph: edges with arrowheads, one trace per node category, customdata = node id.
 
     flow ({node: norm of d target / d node}) colours nodes by log10 of the norm and
     greys what the gradient did not reach; sources whose gradient is None are
-    annotated with the reason; `selected` is ringed.
+    annotated with the reason; `selected` is ringed. visible: draw only these nodes,
+    on the axes of the whole graph (stepping through the ops reveals, nothing moves);
+    `current` (the step's op) gets its own ring. large_text: labels of LARGE_FONT px.
+    Labels that would overlap another label or a marker are left to the hover.
     """
     large = G.number_of_nodes() > LARGE
+    svg = G.number_of_nodes() <= SVG_NODES
+    trace = go.Scatter if svg else go.Scattergl
+    font = LARGE_FONT if large_text else LABEL_FONT
+    ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
+    shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
+    height = chart_height(pos)
+    scale = _log_range(flow) if flow is not None else None
+    screen = _Screen(ranges, height - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if scale is not None else 0))
+    edges = [(u, v) for u, v in G.edges if u in shown and v in shown]
+    paths = _edge_paths(G, shown, edges, screen) if svg else {e: None for e in edges}
     fig = go.Figure()
-    fig.add_trace(_edges(G, pos, G.edges, "edges", NO_GRADIENT if flow is not None else EDGE, 1.5))
-    scale = None
+    fig.add_trace(_edges(trace, shown, paths, edges, "edges", NO_GRADIENT if flow is not None else EDGE, 1.5))
     if flow is not None:
-        carried = [(u, v) for u, v in G.edges if _carries(flow.get(u)) and _carries(flow.get(v))]
-        fig.add_trace(_edges(G, pos, carried, "gradient path", FLOW_EDGE, 2.5))
-        scale = _log_range(flow)
+        carried = [(u, v) for u, v in edges if _carries(flow.get(u)) and _carries(flow.get(v))]
+        fig.add_trace(_edges(trace, shown, paths, carried, "gradient path", FLOW_EDGE, 2.5))
+    if svg and edges:
+        fig.add_trace(_arrowheads(G, shown, paths, edges, screen, flow))
+    occupied = [screen.marker_box(shown[n], _radius(G, n)) for n in shown]
+    rises = _note_sides(G, shown, screen, occupied)
+    occupied += [screen.note_box(shown[n], _note_text(G.nodes[n]["none_reason"]), rise) for n, rise in rises.items()]
+    counts = _edge_counts(G, shown, paths, edges, screen, occupied, font)
+    if counts is not None:
+        fig.add_trace(counts)
+    # Past SVG_NODES, labels would be a smear (and costly to place): the hover carries them.
+    places = _place_labels(G, shown, screen, occupied, font) if svg else {}
     for category in CATEGORIES:
-        nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in pos]
+        nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in shown]
         if nodes:
-            fig.add_trace(_node_trace(G, pos, nodes, category, flow, scale, large))
+            fig.add_trace(_node_trace(trace, G, shown, nodes, category, flow, scale, large, places, font))
             if flow is not None:
                 fig.add_trace(_legend_entry(STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
     if scale is not None:
@@ -74,21 +112,55 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         fig.add_trace(_legend_entry("no gradient", "circle", NO_GRADIENT))
         if any(v is not None and not math.isfinite(v) for v in flow.values()):
             fig.add_trace(_legend_entry("NaN / Inf gradient", "circle", NON_FINITE))
-    for note in _none_notes(G, pos):
+    for note in _none_notes(G, shown, rises):
         fig.add_annotation(note)
-    if selected is not None and selected in pos:
-        fig.add_trace(_ring(G, pos, selected))
+    alarming = [n for n in shown if G.nodes[n].get("nonfinite")]
+    if alarming:
+        fig.add_trace(_ring(G, shown, alarming, NON_FINITE, "NaN / Inf value"))
+    if current is not None and current in shown:
+        fig.add_trace(_ring(G, shown, [current], CURRENT, "this step"))
+    if selected is not None and selected in shown:
+        fig.add_trace(_ring(G, shown, [selected], SELECTED, "selected"))
     fig.update_layout(
         title=title, showlegend=True, hovermode="closest", dragmode="pan", clickmode="event+select",
-        plot_bgcolor="white", paper_bgcolor="white", font=dict(size=LABEL_FONT),
-        hoverlabel=dict(font_size=15, align="left"),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0),
-        margin=dict(l=10, r=10, t=60 if title else 40, b=10),
-        xaxis=dict(visible=False, range=_padded([x for x, _ in pos.values()])),
-        yaxis=dict(visible=False, range=_padded([y for _, y in pos.values()])),
+        plot_bgcolor="white", paper_bgcolor="white", font=dict(size=font),
+        hoverlabel=dict(font_size=max(15, font - 1), align="left"),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=max(13, font - 3))),
+        margin=dict(l=10, r=10, t=60 if title else 40, b=10), height=height,
+        xaxis=dict(visible=False, range=ranges[0]),
+        yaxis=dict(visible=False, range=ranges[1]),
     )
-    _stagger_labels(fig)
     return fig
+
+
+def chart_height(pos: dict) -> int:
+    """Pixels for the chart: a one-row chain needs little height, a wide network all of it."""
+    rows = len({round(y, 6) for _, y in pos.values()})
+    return int(min(MAX_HEIGHT, max(MIN_HEIGHT, 230 + 95 * (rows - 1))))
+
+
+def label_boxes(fig: go.Figure) -> list:
+    """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
+    what the no-overlap rule is checked against (tests; the browser test measures the real ones)."""
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+    screen = _Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
+                     (fig.layout.height or PLOT_H + PLOT_MARGIN) - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if bar else 0))
+    font = fig.layout.font.size or LABEL_FONT
+    out = []
+    for tr in fig.data:
+        if tr.text is None or tr.x is None or tr.customdata is None:
+            continue
+        places = tr.textposition if isinstance(tr.textposition, (list, tuple)) else [tr.textposition] * len(tr.x)
+        sizes = tr.marker.size if isinstance(tr.marker.size, (list, tuple)) else [tr.marker.size] * len(tr.x)
+        for node, x, y, text, place, size in zip(tr.customdata, tr.x, tr.y, tr.text, places, sizes):
+            if text:
+                out.append((node, screen.label_box((x, y), (size or 0) / 2, str(text).split("<br>"), place, font)))
+    return out
+
+
+def overlaps(boxes: list) -> list:
+    """Pairs of labels whose boxes intersect."""
+    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if _intersect(p, q)]
 
 
 def to_html(fig: go.Figure) -> str:
@@ -96,21 +168,20 @@ def to_html(fig: go.Figure) -> str:
     return fig.to_html(include_plotlyjs=True, full_html=True)
 
 
-def _edges(G: nx.DiGraph, pos: dict, edges, name: str, colour: str, width: float) -> go.Scattergl:
+def _edges(trace, pos: dict, paths: dict, edges, name: str, colour: str, width: float):
     # All edges in one trace, segments separated by NaN (a gap): a trace per edge would not
     # scale. NumPy arrays, because plotly validates Python lists element by element.
     xs, ys = [], []
     for u, v in edges:
-        if u in pos and v in pos:
-            xs += [pos[u][0], pos[v][0], math.nan]
-            ys += [pos[u][1], pos[v][1], math.nan]
-    return go.Scattergl(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float), mode="lines",
-                        name=name, line=dict(color=colour, width=width), hoverinfo="skip",
-                        showlegend=False)
+        path = paths.get((u, v)) or [pos[u], pos[v]]
+        xs += [p[0] for p in path] + [math.nan]
+        ys += [p[1] for p in path] + [math.nan]
+    return trace(x=np.array(xs, dtype=float), y=np.array(ys, dtype=float), mode="lines",
+                 name=name, line=dict(color=colour, width=width), hoverinfo="skip", showlegend=False)
 
 
-def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale,
-                large: bool) -> go.Scattergl:
+def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scale,
+                large: bool, places: dict, font: int):
     name, symbol, colour = STYLE[category]
     data = [G.nodes[n] for n in nodes]
     size = SIZE.get(data[0].get("kind"), SIZE["tensor"]) * (0.5 if large else 1)
@@ -118,20 +189,22 @@ def _node_trace(G: nx.DiGraph, pos: dict, nodes: list, category: str, flow, scal
     if category == GROUP:
         symbol = ["diamond" if d.get("phase") == "backward" else "square" for d in data]
     marker = dict(symbol=symbol, size=size, color=colour, line=dict(color="white", width=1))
+    if category == "unrecorded_op":
+        marker["line"] = dict(color=colour, width=2)
     if flow is not None:
         marker.update(color=np.array(_flow_colours([flow.get(n) for n in nodes], scale)),
                       colorscale=_flow_scale(), cmin=0.0, cmax=1.0, showscale=False)
         hover = [h + "<br>" + _norm_line(flow.get(n)) for h, n in zip(hover, nodes)]
-    labelled = len(nodes) <= LABELLED_TRACE
-    xs = [pos[n][0] for n in nodes]
-    return go.Scattergl(
-        x=np.array(xs, dtype=float), y=np.array([pos[n][1] for n in nodes], dtype=float),
+    labelled = any(n in places for n in nodes)
+    return trace(
+        x=np.array([pos[n][0] for n in nodes], dtype=float), y=np.array([pos[n][1] for n in nodes], dtype=float),
         mode="markers+text" if labelled else "markers", name=name,
         # Coloured by gradient, a category's first node would make a misleading legend swatch:
         # in flow mode the legend comes from neutral, point-less entries instead.
         showlegend=flow is None,
-        text=np.array([_clip(d.get("label", "")) for d in data]) if labelled else None,
-        textfont=dict(size=LABEL_FONT, color="#222222"),
+        text=[places[n][1] if n in places else "" for n in nodes] if labelled else None,
+        textposition=[places[n][0] if n in places else "top center" for n in nodes] if labelled else None,
+        textfont=dict(size=font, color="#222222"),
         marker=marker,
         hovertext=np.array(hover), hoverinfo="text", customdata=np.array(nodes),
     )
@@ -148,34 +221,258 @@ def _colour_bar(low: float, high: float) -> go.Scattergl:
     return go.Scattergl(
         x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
         marker=dict(color=[low, high], cmin=low, cmax=high, colorscale=COLORSCALE, showscale=True,
-                    colorbar=dict(title=dict(text="log10 ‖∂target/∂x‖", side="right"), thickness=18)),
+                    colorbar=dict(title=dict(text="size of the gradient ‖grad‖", side="right"), thickness=18,
+                                  tickvals=_ticks(low, high), ticktext=[f"{10 ** v:.3g}" for v in _ticks(low, high)])),
     )
 
 
-def _ring(G: nx.DiGraph, pos: dict, node: str) -> go.Scattergl:
-    kind = G.nodes[node].get("kind", "tensor")
-    return go.Scattergl(
-        x=[pos[node][0]], y=[pos[node][1]], mode="markers", name="selected", showlegend=False,
-        hoverinfo="skip", customdata=[node],
-        marker=dict(symbol="circle-open", size=SIZE.get(kind, SIZE["tensor"]) * 2, color=SELECTED,
-                    line=dict(width=4, color=SELECTED)),
+def _ticks(low: float, high: float) -> list:
+    """Tick positions on the log scale, labelled with the norms themselves (3, not 0.48)."""
+    first, last = math.ceil(low), math.floor(high)
+    if last - first >= 1:
+        step = max(1, (last - first) // 5)
+        return [float(k) for k in range(first, last + 1, step)]
+    return [low, (low + high) / 2, high]
+
+
+def _ring(G: nx.DiGraph, pos: dict, nodes: list, colour: str, name: str) -> go.Scatter:
+    return go.Scatter(
+        x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers", name=name,
+        showlegend=False, hoverinfo="skip", customdata=list(nodes),
+        marker=dict(symbol="circle-open", size=[2 * _radius(G, n) + 16 for n in nodes], color=colour,
+                    line=dict(width=4, color=colour)),
     )
 
 
-def _none_notes(G: nx.DiGraph, pos: dict) -> list:
+def _note_sides(G: nx.DiGraph, pos: dict, screen, markers: list) -> dict:
+    """{node: px rise} for each None note: below its node, or above when that covers no marker."""
+    out = {}
+    for node in pos:
+        reason = G.nodes[node].get("none_reason")
+        if reason is None:
+            continue
+        own = screen.marker_box(pos[node], _radius(G, node))
+        others = [m for m in markers if m != own] + [screen.note_box(pos[n], _note_text(G.nodes[n]["none_reason"]), r)
+                                                      for n, r in out.items()]
+        out[node] = next((rise for rise in (NOTE_RISE, -NOTE_RISE, 2 * NOTE_RISE, -2 * NOTE_RISE)
+                          if not any(_intersect(screen.note_box(pos[node], _note_text(reason), rise), m)
+                                     for m in others)), NOTE_RISE)
+        if len(out) == MAX_NONE_NOTES:
+            break
+    return out
+
+
+def _none_notes(G: nx.DiGraph, pos: dict, rises: dict) -> list:
     """Short "None: <why>" notes by the sources whose gradient is None, full reason on hover."""
     notes = []
     for node, data in G.nodes(data=True):
         reason = data.get("none_reason")
-        if reason is None or node not in pos:
+        if reason is None or node not in rises:
             continue
-        notes.append(dict(x=pos[node][0], y=pos[node][1], text="None: " + html.escape(_short(reason)),
-                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=40,
-                          font=dict(size=14, color="#B00020"), bgcolor="rgba(255,255,255,0.85)",
-                          bordercolor="#B00020"))
+        notes.append(dict(x=pos[node][0], y=pos[node][1], text=html.escape(_note_text(reason)),
+                          hovertext=html.escape(reason), showarrow=True, arrowhead=2, ax=0, ay=rises[node],
+                          font=dict(size=15, color="#B00020"), bgcolor="rgba(255,255,255,0.9)",
+                          bordercolor="#B00020", borderwidth=2))
         if len(notes) == MAX_NONE_NOTES:   # annotations are DOM nodes; past this they only slow the page
             break
     return notes
+
+
+class _Screen:
+    """Data units <-> estimated plot pixels (y up), for a plot of PLOT_W x PLOT_H pixels.
+
+    The real plot is at least this big in a window 1280 px wide and up, so a
+    placement without overlaps here has none on screen either."""
+
+    def __init__(self, ranges, height: float = PLOT_H, width: float = PLOT_W):
+        (x0, x1), (y0, y1) = ranges if ranges[0] else ((0, 1), (0, 1))
+        self.x0, self.y0, self.h, self.w = x0, y0, height, width
+        self.sx, self.sy = width / ((x1 - x0) or 1), height / ((y1 - y0) or 1)
+
+    def px(self, p):
+        return ((p[0] - self.x0) * self.sx, (p[1] - self.y0) * self.sy)
+
+    def data(self, q):
+        return (q[0] / self.sx + self.x0, q[1] / self.sy + self.y0)
+
+    def marker_box(self, p, r):
+        x, y = self.px(p)
+        return (x - r, y - r, x + r, y + r)
+
+    def note_box(self, p, text, rise: float = NOTE_RISE):
+        # A None note hangs `rise` px below its node (plotly: ay > 0 is down), 15 px text, a border.
+        x, y = self.px(p)
+        w = len(text) * CHAR_EM * 15 + 8
+        return (x - w / 2, y - rise - 14, x + w / 2, y - rise + 14)
+
+    def label_box(self, p, r, lines, place, font):
+        x, y = self.px(p)
+        w = max(len(line) for line in lines) * CHAR_EM * font
+        h = len(lines) * LINE_EM * font
+        if place == "top center":
+            return (x - w / 2, y + r + 2, x + w / 2, y + r + 2 + h)
+        if place == "bottom center":
+            return (x - w / 2, y - r - 2 - h, x + w / 2, y - r - 2)
+        if place == "middle right":
+            return (x + r + 3, y - h / 2, x + r + 3 + w, y + h / 2)
+        return (x - r - 3 - w, y - h / 2, x - r - 3, y + h / 2)
+
+
+def _note_text(reason: str) -> str:
+    return "gradient None: " + _short(reason)
+
+
+def _radius(G: nx.DiGraph, node: str) -> float:
+    return SIZE.get(G.nodes[node].get("kind"), SIZE["tensor"]) / 2
+
+
+def _intersect(p, q) -> bool:
+    return p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]
+
+
+def _inside(box, screen) -> bool:
+    return box[0] >= 0 and box[1] >= 0 and box[2] <= screen.w and box[3] <= screen.h
+
+
+def _label_priority(data: dict) -> tuple:
+    # What the lesson is about gets its label first: sources, targets, named tensors, folds.
+    return (data.get("role") is None, data.get("name") is None,
+            data.get("kind") not in ("repeat", GROUP), data.get("kind") != "op", data.get("order", 0))
+
+
+def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, font: int) -> dict:
+    """{node: (textposition, text)}: each label where it overlaps no other label or marker;
+    a label that fits nowhere keeps only its first line, or goes to the hover."""
+    nodes = sorted((n for n in pos if G.nodes[n].get("label")), key=lambda n: _label_priority(G.nodes[n]))
+    if len(nodes) > MAX_LABELS:
+        nodes = nodes[:MAX_LABELS]   # thousands of labels would be an unreadable smear: hover has them
+    mine = {n: screen.marker_box(pos[n], _radius(G, n)) for n in pos}
+    boxes = _Boxes(occupied)
+    out = {}
+    for n in nodes:
+        lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
+        for attempt in (lines, lines[:1]):
+            spot = None
+            for place in PLACES:
+                box = screen.label_box(pos[n], _radius(G, n), attempt, place, font)
+                if _inside(box, screen) and not boxes.hits(box, mine[n]):
+                    spot = (place, box)
+                    break
+            if spot is not None:
+                boxes.add(spot[1])
+                out[n] = (spot[0], "<br>".join(html.escape(x) for x in attempt))
+                break
+    occupied[:] = boxes.all()
+    return out
+
+
+class _Boxes:
+    """Rectangles to test a new one against, in a NumPy array: a few hundred labels against
+    a thousand markers stay fast."""
+
+    def __init__(self, boxes: list):
+        self.array = np.array(boxes, dtype=float).reshape(-1, 4)
+
+    def hits(self, box, own=None) -> bool:
+        a = self.array
+        hit = (a[:, 0] < box[2]) & (box[0] < a[:, 2]) & (a[:, 1] < box[3]) & (box[1] < a[:, 3])
+        if own is not None:    # a node's own marker does not block its label
+            hit &= ~np.all(a == np.array(own, dtype=float), axis=1)
+        return bool(hit.any())
+
+    def add(self, box) -> None:
+        self.array = np.vstack([self.array, np.array(box, dtype=float)[None, :]])
+
+    def all(self) -> list:
+        return [tuple(row) for row in self.array]
+
+
+def _edge_paths(G: nx.DiGraph, pos: dict, edges: list, screen: _Screen) -> dict:
+    """{edge: points}: straight, unless a node sits on the segment (x feeding a chain's
+    later op, collinear with the chain): then a curve around it, so no edge hides."""
+    px = {n: screen.px(p) for n, p in pos.items()}
+    names = list(px)
+    where = {n: i for i, n in enumerate(names)}
+    xy = np.array([px[n] for n in names], dtype=float).reshape(-1, 2)
+    reach = np.array([_radius(G, n) + 3 for n in names], dtype=float)
+    out = {}
+    for k, (u, v) in enumerate(edges):
+        a, b = px[u], px[v]
+        blocked = _blocked(xy, reach, a, b, (where[u], where[v]))
+        if not blocked:
+            out[(u, v)] = None
+            continue
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        length = math.hypot(dx, dy) or 1.0
+        bow = max(28.0, 0.18 * length) * (1 if k % 2 else -1)
+        c = ((a[0] + b[0]) / 2 - dy / length * bow, (a[1] + b[1]) / 2 + dx / length * bow)
+        out[(u, v)] = [screen.data(((1 - t) ** 2 * a[0] + 2 * (1 - t) * t * c[0] + t * t * b[0],
+                                    (1 - t) ** 2 * a[1] + 2 * (1 - t) * t * c[1] + t * t * b[1]))
+                       for t in (i / CURVE_POINTS for i in range(CURVE_POINTS + 1))]
+    return out
+
+
+def _blocked(xy, reach, a, b, ends) -> bool:
+    """Whether a node other than the edge's ends sits on the segment a-b (within its radius)."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    if length2 == 0:
+        return False
+    t = ((xy[:, 0] - a[0]) * dx + (xy[:, 1] - a[1]) * dy) / length2
+    qx, qy = a[0] + t * dx - xy[:, 0], a[1] + t * dy - xy[:, 1]
+    near = (t > 0) & (t < 1) & (qx * qx + qy * qy < reach * reach)
+    near[list(ends)] = False
+    return bool(near.any())
+
+
+def _arrowheads(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Screen, flow) -> go.Scatter:
+    """A triangle at the head of every edge, just outside the node it points to."""
+    xs, ys, angles, colours = [], [], [], []
+    for u, v in edges:
+        path = paths.get((u, v)) or [pos[u], pos[v]]
+        tail, head = screen.px(path[-2]), screen.px(path[-1])
+        dx, dy = head[0] - tail[0], head[1] - tail[1]
+        length = math.hypot(dx, dy) or 1.0
+        back = _radius(G, v) + 6
+        xs_, ys_ = screen.data((head[0] - dx / length * back, head[1] - dy / length * back))
+        xs.append(xs_)
+        ys.append(ys_)
+        angles.append(math.degrees(math.atan2(dx, dy)))    # plotly: clockwise from pointing up
+        carried = flow is not None and _carries(flow.get(u)) and _carries(flow.get(v))
+        colours.append(EDGE if flow is None else FLOW_EDGE if carried else NO_GRADIENT)
+    return go.Scatter(x=xs, y=ys, mode="markers", name="arrows", showlegend=False, hoverinfo="skip",
+                      marker=dict(symbol="triangle-up", size=11, angle=angles, color=colours,
+                                  line=dict(width=0)))
+
+
+def _edge_counts(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Screen, occupied: list,
+                 font: int):
+    """"×2" on an edge that stands for several inputs (x * x: one tensor, two inputs)."""
+    xs, ys, texts = [], [], []
+    for u, v in edges:
+        n = G.edges[u, v].get("count", 1)
+        if n < 2:
+            continue
+        path = paths.get((u, v)) or [pos[u], pos[v]]
+        mid = path[len(path) // 2] if len(path) > 2 else ((path[0][0] + path[1][0]) / 2, (path[0][1] + path[1][1]) / 2)
+        text = f"×{n}"
+        box = screen.label_box(mid, 0, [text], "top center", font)
+        if any(_intersect(box, o) for o in occupied):
+            box = screen.label_box(mid, 0, [text], "bottom center", font)
+            if any(_intersect(box, o) for o in occupied):
+                continue
+            place = "bottom center"
+        else:
+            place = "top center"
+        occupied.append(box)
+        xs.append(mid[0])
+        ys.append(mid[1])
+        texts.append((text, place))
+    if not xs:
+        return None
+    return go.Scatter(x=xs, y=ys, mode="text", text=[t for t, _ in texts], textposition=[p for _, p in texts],
+                      textfont=dict(size=font, color="#B00020"), name="inputs per edge",
+                      showlegend=False, hoverinfo="skip")
 
 
 def _padded(values: list):
@@ -247,37 +544,3 @@ def _norm_line(norm) -> str:
     if norm != norm or math.isinf(norm):
         return f"‖∂target/∂x‖ = {norm} ⚠"
     return f"‖∂target/∂x‖ = {norm:.4g}"
-
-
-def _stagger_labels(fig, width_px: float = 600.0, char_px: float = 9.5) -> None:
-    """Put each text label above or below its node, whichever keeps it off its row neighbours',
-    and shorten a label (full text on hover) when neither side has room.
-
-    Layers sit one unit apart and a layer name is often wider than that; plotly does not
-    move labels apart by itself. Greedy, left to right along each row of nodes.
-    """
-    labelled = [tr for tr in fig.data if tr.text is not None and tr.x is not None]
-    xs = [x for tr in labelled for x in tr.x if x is not None]
-    if not xs:
-        return
-    unit = char_px * (max(xs) - min(xs) + 1.0) / width_px     # one character, in x units
-    points = sorted((round(y, 6), x, k, j) for k, tr in enumerate(labelled)
-                    for j, (x, y) in enumerate(zip(tr.x, tr.y)) if x is not None)
-    texts = [[str(t or "") for t in tr.text] for tr in labelled]
-    places = [["top center"] * len(tr.x) for tr in labelled]
-    ends: dict = {}    # (row, position) -> right end of the last label placed there
-    for y, x, k, j in points:
-        text = texts[k][j]
-        if not text:
-            continue
-        room = {pos: x - ends.get((y, pos), -float("inf")) for pos in ("top center", "bottom center")}
-        fits = [pos for pos in room if room[pos] >= len(text) * unit / 2]
-        best = fits[0] if fits else max(room, key=room.get)
-        if not fits:
-            chars = max(4, int(2 * room[best] / unit) - 1)
-            texts[k][j] = text[:chars - 1] + "…" if chars < len(text) else text
-        places[k][j] = best
-        ends[(y, best)] = x + len(texts[k][j]) * unit / 2 + unit
-    for tr, place, text in zip(labelled, places, texts):
-        tr.textposition = place
-        tr.text = text

@@ -15,6 +15,12 @@ from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Rec
 
 READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"
+# Variable bookkeeping a student did not write: hidden unless asked for (reads are folded
+# into their variable instead, see _read_aliases).
+PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
+                      "NoOp", "_EagerConst"})
+FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
+FOLD_PREFIX = "r:"
 
 # Node categories, in legend order.
 VARIABLE_NODE = "variable"
@@ -24,10 +30,14 @@ INTERMEDIATE = "intermediate"
 FORWARD_OP = "forward_op"
 BACKWARD_OP = "backward_op"
 GROUP = "group"
-CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORWARD_OP, BACKWARD_OP, GROUP)
+REPEAT = "repeat"             # ops repeated from one line, folded into one node
+UNRECORDED_OP = "unrecorded_op"   # ran inside the tape's block, but the tape did not record it
+CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORWARD_OP, BACKWARD_OP, GROUP,
+              REPEAT, UNRECORDED_OP)
 
 # How much of a value or a reason fits in a hover box.
 VALUE_CHARS = 160
+LABEL_LINE = 18           # "name = value" longer than this takes two label lines
 
 
 def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
@@ -49,6 +59,15 @@ def group_node(key: str, phase: str) -> str:
     return f"g:{phase}:{key}"
 
 
+def fold_node(op) -> str:
+    return f"{FOLD_PREFIX}{op.phase}:{op.line}:{op.function or op.type}"
+
+
+def collapsed(node: str) -> bool:
+    """A node standing for several ops: a layer group or a fold of repeats."""
+    return node.startswith("g:") or node.startswith(FOLD_PREFIX)
+
+
 def group_key(scope: Optional[str]) -> Optional[str]:
     """The Keras layer an op belongs to: the first two parts of its scope.
 
@@ -65,23 +84,32 @@ def group_key(scope: Optional[str]) -> Optional[str]:
 
 def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand: Iterable[str] = (),
           gradient_path_only: bool = False, upto_op: Optional[int] = None,
-          call: Optional[int] = None) -> nx.DiGraph:
+          call: Optional[int] = None, fold: bool = True, plumbing: bool = False,
+          backward: bool = False) -> nx.DiGraph:
     """The graph of what ran: edges tensor -> op (input) and op -> tensor (output).
 
     tape: show only the ops that tape recorded (None: every op). group: one node per
     Keras layer and phase, except the group keys (or group node ids) in `expand`.
     call: index of a gradient call of `tape`; its sources get a `none_reason` where
     the gradient was None, and `gradient_path_only` keeps only what lies between
-    its sources and target. upto_op: only ops with id <= upto_op (step-through).
+    its sources and target. upto_op: only ops with id <= upto_op. fold: ops of one type
+    repeated FOLD_AT times or more from one line draw as one node (ids in `expand` unfold
+    it). plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...).
+    With a call, ops that ran in the tape's block but were not recorded are drawn too
+    (an unwatched input is exactly why): category UNRECORDED_OP; backward: also the ops
+    the call itself ran (where a NaN born in the backward pass is).
     """
     alias, folded = _read_aliases(rec)
     chosen = gradient_call(rec, tape, call) if call is not None else None
     if gradient_path_only and chosen is None:
         raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
 
+    block = _block_lines(rec, tape) if chosen is not None else None
     ops = [op for op in rec.ops
            if op.id not in folded
-           and (tape is None or tape in op.tapes)
+           and (plumbing or op.type not in PLUMBING)
+           and (tape is None or tape in op.tapes or _in_block(op, block)
+                or backward and _ran_for(op, chosen, call))
            and (upto_op is None or op.id <= upto_op)]
     on_path = None
     if gradient_path_only:
@@ -91,7 +119,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
 
     roles = _roles(chosen, alias)
     watched = {alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched}
-    node_of = _op_nodes(ops, group, set(expand))
+    node_of = _op_nodes(ops, group, set(expand), fold)
     producer = {alias(t): node_of[op.id] for op in ops for t in op.outputs}
     consumers: dict = {}
     for op in ops:
@@ -108,13 +136,15 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
             return True
         if info is not None and info.name and t not in consumers:
             return True     # a named result nothing used: what the user asked for
+        home = producer.get(t)
+        if home is not None and home.startswith(FOLD_PREFIX):
+            return False    # one of a loop's thousand partial results: the fold node says their range
         # A tensor made and used inside one collapsed layer is that layer's business;
         # so is an unnamed constant only it reads (shape arguments, epsilons).
         used_by = consumers.get(t, set())
-        home = producer.get(t)
         if home is None and info is not None and info.kind == CONSTANT and not info.name and len(used_by) == 1:
             home = next(iter(used_by))
-        return not (home and home.startswith("g:") and used_by <= {home})
+        return not (home and collapsed(home) and used_by <= {home})
 
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}
@@ -126,12 +156,17 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
                 _add_tensor(G, rec, t, watched, order)
                 if producer.get(t) != node:   # a layer reading its own output is no edge between nodes
                     _add_edge(G, tensor_node(t), node)
+            elif producer.get(t, "").startswith(FOLD_PREFIX) and producer[t] != node:
+                _add_edge(G, producer[t], node)   # a hidden loop result: from the fold that made it
         for t in map(alias, op.outputs):
             if shown(t):
                 _add_tensor(G, rec, t, watched, order)
                 _add_edge(G, node, tensor_node(t))
-            elif node.startswith("g:"):
+            elif collapsed(node):
                 G.nodes[node]["tensors"].append(t)
+        if tape is not None and tape not in op.tapes and op.phase == FORWARD and node.startswith("o"):
+            G.nodes[node]["category"] = UNRECORDED_OP
+            G.nodes[node]["hover"] += "\nran inside the tape's block, but the tape did not record it"
 
     # Watched tensors and the call's sources and target show even when no op used them:
     # an unused source is exactly what a None gradient needs to point at.
@@ -149,6 +184,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
                 G.nodes[node]["none_reason"] = reason
                 G.nodes[node]["hover"] += "\ngradient: None, " + reason
     _finish_groups(G, rec)
+    _finish_folds(G, rec)
+    _value_labels(G, rec, chosen, alias)
     return G
 
 
@@ -206,7 +243,7 @@ def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optio
     for node, data in G.nodes(data=True):
         if node in norms:
             out[node] = norms[node]
-        elif data.get("kind") == GROUP:
+        elif data.get("kind") in (GROUP, REPEAT):
             values = [norms[op_node(m)] for m in data["members"] if op_node(m) in norms]
             if values:
                 out[node] = _worst(values)
@@ -233,6 +270,22 @@ def _read_aliases(rec: Recording):
         return t
 
     return alias, folded
+
+
+def _block_lines(rec: Recording, tape: Optional[int]):
+    tp = next((t for t in rec.tapes if t.id == tape), None)
+    if tp is None or tp.line is None:
+        return None
+    return (tp.line, tp.end_line if tp.end_line is not None else tp.line)
+
+
+def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
+    return chosen is not None and op.phase == BACKWARD and op.call == call and op.line == chosen.line
+
+
+def _in_block(op, block) -> bool:
+    return (block is not None and op.phase == FORWARD and op.line is not None
+            and block[0] <= op.line <= block[1])
 
 
 def _path_tensors(call: GradientCall, ops: list, alias) -> set:
@@ -269,19 +322,26 @@ def _none_reasons(call: GradientCall, alias) -> dict:
             for r in call.results if r.grad is None}
 
 
-def _op_nodes(ops: list, group: bool, expand: set) -> dict:
-    """op id -> the node that shows it: its own, or its layer's group for its phase."""
+def _op_nodes(ops: list, group: bool, expand: set, fold: bool = True) -> dict:
+    """op id -> the node that shows it: its own, its layer's group for its phase, or the
+    fold of its repeats (same type, same line, same phase, FOLD_AT times or more)."""
+    repeats = Counter(fold_node(op) for op in ops if op.line is not None) if fold else Counter()
     node_of = {}
     for op in ops:
-        key = group_key(op.scope) if group else None
+        # a variable's own scope ("Variable") is no Keras layer
+        key = group_key(op.scope) if group and op.type not in PLUMBING else None
         node = group_node(key, op.phase) if key else None
         if node is None or key in expand or node in expand:
             node = op_node(op.id)
+            if op.line is not None and repeats[fold_node(op)] >= FOLD_AT and fold_node(op) not in expand:
+                node = fold_node(op)
         node_of[op.id] = node
     return node_of
 
 
 def _add_edge(G: nx.DiGraph, u: str, v: str) -> None:
+    if u == v:
+        return     # a loop feeding itself: the fold's label says so
     # Edges between layer groups aggregate: one edge, counting what it stands for.
     if G.has_edge(u, v):
         G.edges[u, v]["count"] += 1
@@ -294,6 +354,13 @@ def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int) -> None:
         G.add_node(node, kind="op", category=BACKWARD_OP if op.phase == BACKWARD else FORWARD_OP,
                    label=op.function or op.type, hover=_op_hover(rec, op), line=op.line,
                    order=order, phase=op.phase, ref=op.id, group=group_key(op.scope), scope=op.scope)
+        return
+    if node.startswith(FOLD_PREFIX):
+        if node not in G:
+            G.add_node(node, kind=REPEAT, category=REPEAT, label=op.function or op.type, hover="", line=op.line,
+                       order=order, phase=op.phase, ref=None, group=None, scope=op.scope, members=[], tensors=[],
+                       op_type=op.function or op.type)
+        G.nodes[node]["members"].append(op.id)
         return
     if node not in G:
         key = group_key(op.scope)
@@ -324,6 +391,100 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
                name=info.name, line=info.line if info.line is not None else getattr(producer, "line", None),
                order=order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t,
                hover=_tensor_hover(info, category, producer))
+
+
+def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias) -> None:
+    """Every tensor's label says its value, and with a call its gradient: "w = 2" over
+    "grad 3" (the exact gradient for a source, ‖grad‖ from the flow elsewhere)."""
+    exact, norms = {}, {}
+    if call is not None:
+        for r in call.results:
+            exact[alias(r.source)] = rec.tensor(r.grad) if r.grad is not None else None
+        for entry in call.flow:
+            norms[alias(entry.tensor)] = as_float(entry.norm)
+    for node, data in G.nodes(data=True):
+        if data["kind"] == "tensor":
+            info = rec.tensor(data["ref"])
+            text = short_value(info) if info is not None else ""
+            name = info.name if info is not None and info.name else None
+            if name and text:   # "w = 2" on one line; a long name and a shape on two
+                lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
+            else:
+                lines = [data["label"] or text]
+            t = data["ref"]
+            if call is not None:
+                if t in exact:
+                    grad = exact[t]
+                    lines.append("grad None" if grad is None else
+                                 "‖grad‖ " + _number(_norm(grad)) if not _small(grad) and _norm(grad) is not None
+                                 else "grad " + short_value(grad))
+                elif t in norms:
+                    lines.append("‖grad‖ " + _number(norms[t]))
+            if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
+                data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
+                lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
+            data["label"] = "\n".join(x for x in lines if x)
+            data["grad_text"] = lines[-1] if call is not None and len(lines) > 1 else None
+        elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
+            low, high = data["range"]
+            data["label"] += "\n" + (_number(low) if low == high else f"{_number(low)} … {_number(high)}")
+
+
+def short_value(info) -> str:
+    """A tensor in a few characters: its numbers when it has at most 4, else shape and norm."""
+    if _small(info):
+        return _value_text(info.value)
+    norm = _norm(info)
+    if norm is None:
+        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
+    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {_number(norm)}"
+
+
+def _small(info) -> bool:
+    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= 4)
+
+
+def _norm(info) -> Optional[float]:
+    """The L2 norm, from the recorded mean and std: sqrt(n * (mean² + std²))."""
+    s = info.stats
+    if s is None or as_float(s.mean) is None or as_float(s.std) is None:
+        return None
+    n = math.prod(d or 1 for d in info.shape) if info.shape else 1
+    mean, std = as_float(s.mean), as_float(s.std)
+    return math.sqrt(n * (mean * mean + std * std))
+
+
+def _count(value) -> int:
+    return sum(_count(v) for v in value) if isinstance(value, list) else 1
+
+
+def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
+    for node, data in G.nodes(data=True):
+        if data["kind"] != REPEAT:
+            continue
+        n = len(data["members"])
+        low, high = _value_range(rec, [t for m in data["members"] for t in rec.op(m).outputs])
+        data["range"] = (low, high)
+        data["label"] = f"{data['op_type']} ×{n}, line {data['line']}"
+        lines = [f"{data['op_type']} ×{n}  ({data['phase']} ops repeated from line {data['line']})"]
+        if low is not None:
+            lines.append(f"values from {_number(low)} to {_number(high)}")
+        lines.append("click it, then Unfold, to see every op")
+        data["hover"] = "\n".join(lines)
+
+
+def _value_range(rec: Recording, tensors: list):
+    lows, highs = [], []
+    for t in tensors:
+        info = rec.tensor(t)
+        if info is not None and info.stats is not None:
+            low, high = as_float(info.stats.min), as_float(info.stats.max)
+            if low is not None and high is not None:
+                lows.append(low)
+                highs.append(high)
+    if not lows:
+        return None, None
+    return min(lows), max(highs)
 
 
 def _finish_groups(G: nx.DiGraph, rec: Recording) -> None:

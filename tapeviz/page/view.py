@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -15,24 +16,6 @@ from ..recording import BACKWARD, Recording, as_float
 
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
-
-
-def tape_choices(rec: Recording) -> list:
-    """[(tape id or None, label)]: every op first, then each tape, nested tapes saying so."""
-    out = [(None, "every op (all tapes and gradient computations)")]
-    for tp in rec.tapes:
-        words = [f"tape {tp.id}"]
-        if tp.line is not None:
-            words.append(graph.line_words(rec, tp.file, tp.line))
-        if tp.parent is not None:
-            words.append(f"inside tape {tp.parent}")
-        elif any(other.parent == tp.id for other in rec.tapes):
-            words.append("outer")
-        if tp.persistent:
-            words.append("persistent")
-        words.append(f"{len(tp.ops)} ops")
-        out.append((tp.id, ", ".join(words)))
-    return out
 
 
 def tape_summary(rec: Recording, tape_id: int) -> str:
@@ -53,33 +36,19 @@ def tape_summary(rec: Recording, tape_id: int) -> str:
 
 
 def auto_group(rec: Recording) -> bool:
-    return len(rec.ops) > GROUP_ABOVE_OPS and any(graph.group_key(op.scope) for op in rec.ops)
+    return len(rec.ops) > GROUP_ABOVE_OPS and bool(group_keys(rec))
 
 
 def group_keys(rec: Recording) -> list:
     """The layers a recording has, in order of first appearance."""
     seen = {}
     for op in rec.ops:
+        if op.type in graph.PLUMBING or op.type == graph.READ_VARIABLE:
+            continue    # a variable's own scope ("Variable") is no layer
         key = graph.group_key(op.scope)
         if key and key not in seen:
             seen[key] = None
     return list(seen)
-
-
-def steps(rec: Recording, tape: Optional[int] = None) -> list:
-    """Op ids a step-through visits, in execution order (forward, then backward as it ran).
-
-    ReadVariableOps are left out: the graph folds them into their variable, so a step
-    onto one would change nothing on screen.
-    """
-    return [op.id for op in rec.ops
-            if op.type != graph.READ_VARIABLE and (tape is None or tape in op.tapes)]
-
-
-def step_label(rec: Recording, op_id: int) -> str:
-    op = rec.op(op_id)
-    where = f", {graph.line_words(rec, op.file, op.line)}" if op.line is not None else ""
-    return f"{op.function or op.type} ({op.phase}{where})"
 
 
 def call_choices(rec: Recording) -> list:
@@ -137,6 +106,7 @@ class Details:
     producer: Optional[str] = None
     consumers: list = field(default_factory=list)
     group: Optional[str] = None                      # layer key, for an "expand" button
+    unfold: Optional[str] = None                     # a fold of repeats, for an "unfold" button
 
 
 def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = None) -> Details:
@@ -146,6 +116,9 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
         d = _tensor_details(rec, data["ref"])
     elif kind == "op":
         d = _op_details(rec, rec.op(data["ref"]))
+    elif kind == graph.REPEAT:
+        d = _group_details(rec, data)
+        d.title, d.kind, d.group, d.unfold = data["label"].splitlines()[0], f"{data.get('phase')} ops repeated", None, node
     else:
         d = _group_details(rec, data)
     if data.get("none_reason"):
@@ -178,8 +151,8 @@ def _tensor_details(rec: Recording, t: int) -> Details:
         d.stats = {"min": _number(s.min), "max": _number(s.max), "mean": _number(s.mean),
                    "std": _number(s.std), "NaN": s.nan, "Inf": s.inf}
     if producer is not None and producer.type != "VarHandleOp":
-        d.producer = _op_word(producer)
-    d.consumers = [_op_word(op) for op in users[:20]] + ([f"… {len(users) - 20} more"] if len(users) > 20 else [])
+        d.producer = _op_word(producer, rec)
+    d.consumers = [_op_word(op, rec) for op in users[:20]] + ([f"… {len(users) - 20} more"] if len(users) > 20 else [])
     return d
 
 
@@ -231,9 +204,12 @@ def alert_text(rec: Recording, alert) -> str:
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
     where = f" at line {alert.line}" if alert.line is not None else ""
-    made = f", made by {op.function or op.type} ({alert.phase} op {op.id})" if op is not None else ""
-    name = f" `{info.name}`" if info is not None and info.name else f" tensor {alert.tensor}"
-    return f"{what} first appeared{where}: in{name}{made}."
+    made = f", made by {op.function or op.type} ({alert.phase} pass)" if op is not None else ""
+    if info is not None and info.name:
+        return f"**{what}** first appeared{where}: in `{info.name}`{made}."
+    if op is not None:
+        return f"**{what}** first appeared{where}, in the {alert.phase} pass: {op.function or op.type} made it."
+    return f"**{what}** first appeared{where}."
 
 
 def code_html(source: str, line: Optional[int], context: int = 3) -> str:
@@ -266,8 +242,8 @@ def _tensor_word(rec: Recording, t: int) -> str:
     return (info.name or f"t{t}") + " " + str(list(info.shape))
 
 
-def _op_word(op) -> str:
-    where = f", line {op.line}" if op.line is not None else ""
+def _op_word(op, rec: Recording) -> str:
+    where = f", {graph.line_words(rec, op.file, op.line)}" if op.line is not None else ""
     return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
 
 
@@ -292,3 +268,163 @@ def plain(text: str) -> str:
     for ch in "\\*_`[]#<>$~|":
         text = text.replace(ch, "\\" + ch)
     return text
+
+
+# -- what the page opens on: the views, the callouts, the legend -------------------------------
+
+ALL_OPS = "all"
+_TAPE_AS = re.compile(r"GradientTape\s*\((?:[^()]|\([^()]*\))*\)\s+as\s+([A-Za-z_]\w*)")
+
+
+def tape_names(rec: Recording) -> dict:
+    """{tape id: the user's Python name for it}: `with tf.GradientTape() as outer_tape` on the
+    tape's line; tapes opened on one line take its names in order. Else "tape N"."""
+    lines = rec.source.splitlines()
+    names, used = {}, {}
+    for tp in rec.tapes:
+        text = lines[tp.line - 1] if tp.line and 0 < tp.line <= len(lines) else ""
+        found = _TAPE_AS.findall(text)
+        k = used.get(tp.line, 0)
+        used[tp.line] = k + 1
+        names[tp.id] = found[k] if k < len(found) else f"tape {tp.id}"
+    return names
+
+
+def view_choices(rec: Recording) -> list:
+    """[(key, label)]: each gradient call (the lesson), then what each tape recorded, then every op."""
+    names = tape_names(rec)
+    out = []
+    for tp in rec.tapes:
+        for i, call in enumerate(tp.gradients):
+            out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id])))
+    for tp in rec.tapes:
+        n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
+        out.append((f"tape:{tp.id}", f"what {names[tp.id]} recorded ({n} ops)"))
+    out.append((ALL_OPS, "every op the program ran"))
+    return out
+
+
+def call_words(rec: Recording, call, tape_name: str) -> str:
+    target = ", ".join(_name(rec, t) for t in call.target)
+    sources = ", ".join(_name(rec, t) for t in call.sources)
+    line = f", {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
+    verb = "gradient" if call.kind == "gradient" else call.kind
+    return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
+
+
+def default_view(rec: Recording) -> str:
+    """A gradient call with a None result; else the outermost tape's last call (higher order:
+    the outer one); else the first tape; else every op."""
+    for tp in rec.tapes:
+        for i, call in enumerate(tp.gradients):
+            if any(r.grad is None for r in call.results):
+                return f"call:{tp.id}:{i}"
+    for tp in sorted(rec.tapes, key=lambda t: t.parent is not None):
+        if tp.gradients:
+            return f"call:{tp.id}:{len(tp.gradients) - 1}"
+    first = default_tape(rec)
+    return f"tape:{first}" if first is not None else ALL_OPS
+
+
+def parse_view(key: Optional[str]):
+    """(tape id or None, call index or None) of a view key."""
+    parts = (key or ALL_OPS).split(":")
+    if parts[0] == "call":
+        return int(parts[1]), int(parts[2])
+    if parts[0] == "tape":
+        return int(parts[1]), None
+    return None, None
+
+
+@dataclass
+class Callout:
+    """A problem the page states before anyone asks: a None gradient, a NaN or an Inf."""
+    text: str                 # markdown
+    view: str                 # the view key that shows it
+    tensor: Optional[int]     # the tensor to mark and bring into view
+    line: Optional[int]
+    backward: bool = False    # it is among the backward ops: the view must draw them
+
+
+def callouts(rec: Recording) -> list:
+    names = tape_names(rec)
+    out = []
+    for tp in rec.tapes:
+        for i, call in enumerate(tp.gradients):
+            for r in call.results:
+                if r.grad is None:
+                    target = ", ".join(_name(rec, t) for t in call.target)
+                    where = f" (line {call.line}, `{names[tp.id]}`)" if call.line is not None else ""
+                    out.append(Callout(f"**The gradient of `{target}` with respect to `{_name(rec, r.source)}` is None**"
+                                       f"{where}: {r.none_reason or 'no reason recorded'}",
+                                       f"call:{tp.id}:{i}", r.source, call.line))
+    for alert in rec.alerts:
+        op = rec.op(alert.op) if alert.op is not None else None
+        tapes = op.tapes if op is not None else []
+        view = next((f"call:{t}:0" for t in tapes for tp in rec.tapes if tp.id == t and tp.gradients),
+                    f"tape:{tapes[0]}" if tapes else ALL_OPS)
+        backward = op is not None and op.phase == BACKWARD and op.call is not None
+        if backward:   # the gradient call that ran it: same line, same index on its tape
+            view = next((f"call:{tp.id}:{op.call}" for tp in rec.tapes
+                         if op.call < len(tp.gradients) and tp.gradients[op.call].line == op.line), ALL_OPS)
+        out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward))
+    return out
+
+
+def legend_text(rec: Recording, view_key: str) -> str:
+    """The picture's legend in words."""
+    tape, call = parse_view(view_key)
+    shapes = ("Circles are tensors (orange: variables, grey: constants, blue: results), squares are ops, "
+              "arrows point from an op's inputs to its outputs; “×2” on an arrow means the tensor is used "
+              "twice. A big square “Mul ×3000, line 6” is one line's ops repeated by a loop (click it to unfold).")
+    if call is None:
+        return "Each label shows the tensor's value. " + shapes
+    chosen = graph.gradient_call(rec, tape, call)
+    target = ", ".join(_name(rec, t) for t in chosen.target)
+    sources = ", ".join(_name(rec, t) for t in chosen.sources)
+    return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
+            f"exact for {sources}; **‖grad‖** is its size elsewhere. Colour is the size of the gradient "
+            "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
+
+
+def no_tape_sentence(rec: Recording) -> str:
+    return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
+            "Below are the ops it ran, with their values.")
+
+
+def opening(rec: Recording) -> dict:
+    """The view state a fresh run opens on: the lesson's view, and the first callout's
+    node picked (ringed on the graph, open in the inspector) when that view shows it."""
+    opened = default_view(rec)
+    first = next(iter(callouts(rec)), None)
+    state = {"view": opened, "backward": False, "fold": True, "plumbing": False, "unfold": []}
+    if first is not None and first.view == opened:
+        state.update(backward=first.backward, focus=first.tensor)
+    return state
+
+
+def step_nodes(G: nx.DiGraph) -> list:
+    """The drawn op nodes (ops, folds, layers) in the order they first ran: forward, then backward."""
+    return [n for n, _ in sorted(((n, d) for n, d in G.nodes(data=True) if d.get("kind") != "tensor"),
+                                 key=lambda item: (item[1].get("order", 0), item[0]))]
+
+
+def revealed(G: nx.DiGraph, upto: str) -> set:
+    """What has run by the time op node `upto` runs: earlier ops, their outputs, and the inputs."""
+    last = G.nodes[upto].get("order", 0)
+    return {n for n, d in G.nodes(data=True) if d.get("order", -1) <= last}
+
+
+def drawn_words(ops: int, tensors: int) -> str:
+    return f"{ops} op{'s' * (ops != 1)} and {tensors} tensor{'s' * (tensors != 1)} drawn"
+
+
+def step_words(G: nx.DiGraph, node: str) -> str:
+    d = G.nodes[node]
+    where = f", line {d['line']}" if d.get("line") is not None else ""
+    return f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})"
+
+
+def _name(rec: Recording, t: int) -> str:
+    info = rec.tensor(t)
+    return info.name if info is not None and info.name else f"tensor {t}"

@@ -1,0 +1,144 @@
+"""figures.op_graph as a lesson: arrowheads, every input visible, labels that never overlap,
+large text, and a step-through that reveals without moving anything."""
+import pytest
+
+from tapeviz.draw import figures, graph, layout
+from test_graph import Builder, keras_like, o, t, wxb
+from test_graph_lesson import loop
+from tapeviz.recording import Stats, Tape
+
+
+def cube():
+    """inner tape of y = x * x * x: x feeds both Muls, the second one past the first."""
+    b = Builder()
+    x = b.tensor("x", "variable", value=3.0)
+    xx = b.op("Mul", [x, x], line=5)
+    y = b.op("Mul", [xx, x], line=5, name="y")
+    b.rec.tapes.append(Tape(id=1, line=4, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[op.id for op in b.rec.ops]))
+    return b.rec, dict(x=x, xx=xx, y=y)
+
+
+def drawn(rec, **kw):
+    G = graph.build(rec, **kw)
+    pos = layout.layered(G)
+    flow = graph.flow_norms(rec, kw.get("tape"), kw["call"], G) if kw.get("call") is not None else None
+    return G, pos, figures.op_graph(G, pos, flow=flow)
+
+
+def trace(fig, name):
+    return next(tr for tr in fig.data if tr.name == name)
+
+
+def test_every_edge_has_an_arrowhead_pointing_at_its_head():
+    rec, ids = cube()
+    G, pos, fig = drawn(rec, tape=1)
+    arrows = trace(fig, "arrows")
+    assert len(arrows.x) == G.number_of_edges()
+    # x -> first Mul points rightwards (layers run left to right): 90 degrees clockwise from up
+    k = list(G.edges).index((t(ids["x"]), o(rec, ids["xx"])))
+    assert pos[o(rec, ids["xx"])][0] > pos[t(ids["x"])][0]
+    assert pos[o(rec, ids["xx"])][1] == pos[t(ids["x"])][1]
+    assert arrows.marker.angle[k] == pytest.approx(90)
+
+
+def test_an_input_past_a_chain_curves_around_it_not_under_it():
+    rec, ids = cube()
+    G, pos, fig = drawn(rec, tape=1)
+    edges = trace(fig, "edges")
+    # segments are separated by NaN; a straight one has 2 points, a curve CURVE_POINTS + 1
+    segments, current = [], []
+    for x, y in zip(edges.x, edges.y):
+        if x != x:
+            segments.append(current)
+            current = []
+        else:
+            current.append((x, y))
+    assert len(segments) == G.number_of_edges()
+    late = list(G.edges).index((t(ids["x"]), o(rec, ids["y"])))
+    a, b = pos[t(ids["x"])], pos[o(rec, ids["y"])]
+    # the layout puts the chain on one row: the first Mul sits on the straight x -> second Mul line
+    assert a[1] == b[1] == pos[o(rec, ids["xx"])][1] and a[0] < pos[o(rec, ids["xx"])][0] < b[0]
+    assert len(segments[late]) == figures.CURVE_POINTS + 1
+    assert max(abs(y - a[1]) for _, y in segments[late]) > 0.1
+    straight = list(G.edges).index((t(ids["x"]), o(rec, ids["xx"])))
+    assert len(segments[straight]) == 2
+
+
+def test_a_tensor_used_twice_says_x2_on_its_edge():
+    rec, ids = cube()
+    _, _, fig = drawn(rec, tape=1)
+    assert list(trace(fig, "inputs per edge").text) == ["×2"]
+
+
+def test_labels_never_overlap_on_the_lesson_graphs():
+    for rec, kw in [(wxb()[0], dict(tape=1, call=0)), (keras_like()[0], dict(tape=1, call=0)),
+                    (loop(3000)[0], dict(tape=1, call=0)), (cube()[0], dict(tape=1))]:
+        _, _, fig = drawn(rec, **kw)
+        boxes = figures.label_boxes(fig)
+        assert boxes, "a lesson graph must carry labels"
+        assert figures.overlaps(boxes) == []
+
+
+def test_wxb_shows_each_variables_gradient_on_its_node():
+    rec, ids = wxb()
+    _, _, fig = drawn(rec, tape=1, call=0)
+    variables = trace(fig, "variables")
+    text = dict(zip(variables.customdata, variables.text))
+    assert text[t(ids["w"])] == "w = 2<br>grad " + graph.short_value(rec.tensor(ids["dw"]))
+    assert text[t(ids["b"])].startswith("b = 1<br>grad ")
+
+
+def test_a_big_sources_gradient_is_its_norm():
+    rec, ids = wxb()
+    dw = rec.tensor(ids["dw"])
+    dw.shape = [10, 10]
+    dw.stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
+    G = graph.build(rec, tape=1, call=0)
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2\n‖grad‖ 10"
+
+
+def test_large_text_is_at_least_16_px_and_still_without_overlaps():
+    rec, _ = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    fig = figures.op_graph(G, layout.layered(G), large_text=True)
+    assert all(tr.textfont.size >= 16 for tr in fig.data if tr.customdata is not None and tr.text is not None)
+    assert fig.layout.font.size >= 16
+    assert figures.overlaps(figures.label_boxes(fig)) == []
+
+
+def test_a_3000_op_loop_draws_a_handful_of_markers_naming_the_count():
+    rec, _ = loop(3000)
+    _, _, fig = drawn(rec, tape=1, call=0)
+    markers = sum(len(tr.x) for tr in fig.data if tr.mode and "markers" in tr.mode and tr.customdata is not None)
+    assert markers < 10
+    assert any("×3000" in str(x) for tr in fig.data if tr.text is not None for x in tr.text)
+
+
+def test_a_step_reveals_on_the_same_axes():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    pos = layout.layered(G)
+    whole = figures.op_graph(G, pos)
+    first = o(rec, ids["wx"])
+    visible = {n for n, d in G.nodes(data=True) if d["order"] <= G.nodes[first]["order"]}
+    step = figures.op_graph(G, pos, visible=visible, current=first)
+    assert step.layout.xaxis.range == whole.layout.xaxis.range
+    assert step.layout.yaxis.range == whole.layout.yaxis.range
+    drawn_nodes = {n for tr in step.data if tr.customdata is not None and tr.name not in ("this step", "selected")
+                   for n in tr.customdata}
+    assert drawn_nodes == visible and t(ids["z"]) not in drawn_nodes
+    assert trace(step, "this step").customdata == (first,)
+
+
+def test_none_note_and_labels_do_not_collide():
+    rec, ids = wxb()
+    G, pos, fig = drawn(rec, tape=1, call=0)
+    (note,) = fig.layout.annotations
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+    screen = figures._Screen((fig.layout.xaxis.range, fig.layout.yaxis.range),
+                             fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
+    box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]), note.ay)
+    markers = [screen.marker_box(pos[n], figures._radius(G, n)) for n in G if n != t(ids["x"])]
+    assert not any(figures._intersect(box, m) for m in markers)
+    assert not any(figures._intersect(box, b) for _, b in figures.label_boxes(fig))

@@ -1,0 +1,145 @@
+"""graph.build as a lesson: loops folded, plumbing hidden, value and gradient in every label,
+and the ops an unwatched input kept off the tape. Hand-built recordings, no TensorFlow."""
+import pytest
+
+from tapeviz.draw import graph
+from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
+from test_graph import Builder, o, t, wxb
+
+
+def loop(n, line=6):
+    """x = Variable(1); y = 0; for i in range(n): y = y + x * 0.001 (on one tape), then
+    gradient(y, x): the recorder's ops per iteration are ReadVariableOp, Mul, AddV2."""
+    b = Builder()
+    x = b.tensor("x", "variable", value=1.0)
+    y = b.tensor(kind="constant", value=0.0)
+    for i in range(n):
+        step = b.tensor(kind="constant", value=0.001)
+        prod = b.op("Mul", [b.read(x), step], line=line)
+        b.rec.tensor(prod).stats = Stats(0.001, 0.001, 0.001, 0.0)
+        y = b.op("AddV2", [y, prod], line=line, name="y" if i == n - 1 else None)
+        b.rec.tensor(y).stats = Stats(0.001 * (i + 1), 0.001 * (i + 1), 0.001 * (i + 1), 0.0)
+    dx = b.tensor(kind="intermediate", value=n * 0.001)
+    call = GradientCall(line=line + 1, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dx)],
+                        flow=[FlowEntry(x, n * 0.001), FlowEntry(y, 1.0)])
+    b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[op.id for op in b.rec.ops], gradients=[call], end_line=line))
+    return b.rec, dict(x=x, y=y)
+
+
+def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
+    rec, ids = loop(3000)
+    G = graph.build(rec, tape=1, call=0)
+    folds = {n: d for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT}
+    assert sorted(d["op_type"] for d in folds.values()) == ["AddV2", "Mul"]
+    assert all(len(d["members"]) == 3000 for d in folds.values())
+    assert "Mul ×3000, line 6" in {d["label"].splitlines()[0] for d in folds.values()}
+    # the loop's partial sums are folded away; x, the final y and the folds remain
+    assert G.number_of_nodes() == 4
+    add = next(n for n, d in folds.items() if d["op_type"] == "AddV2")
+    assert add.startswith(graph.FOLD_PREFIX)
+    low, high = folds[add]["range"]
+    assert low == pytest.approx(0.001) and high == pytest.approx(3.0)
+    assert G.has_edge(t(ids["x"]), next(n for n in folds if n != add))
+    assert G.has_edge(add, t(ids["y"]))
+
+
+def test_unfolding_a_fold_shows_every_op():
+    rec, _ = loop(10)
+    folded = graph.build(rec, tape=1)
+    mul = next(n for n, d in folded.nodes(data=True) if d.get("op_type") == "Mul")
+    G = graph.build(rec, tape=1, expand=[mul])
+    assert sum(d.get("label") == "Mul" for _, d in G.nodes(data=True)) == 10
+    assert graph.build(rec, tape=1, fold=False).number_of_nodes() > 3 * 10
+
+
+def test_a_few_repeats_stay_unfolded():
+    # y = x * x * x: two Muls on one line are the lesson, not a loop
+    rec, _ = loop(graph.FOLD_AT - 1)
+    G = graph.build(rec, tape=1)
+    assert not any(d["kind"] == graph.REPEAT for _, d in G.nodes(data=True))
+
+
+def test_labels_carry_the_value_and_the_exact_gradient_of_each_source():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + graph.short_value(rec.tensor(ids["dw"]))
+    assert G.nodes[t(ids["x"])]["label"] == "x = 3\ngrad None"
+    assert G.nodes[t(ids["z"])]["label"] == "z\n‖grad‖ 1"     # z has no recorded value here
+    assert G.nodes[t(ids["wx"])]["label"].endswith("‖grad‖ 1")
+    # without a call, only values
+    assert graph.build(rec, tape=1).nodes[t(ids["w"])]["label"] == "w = 2"
+
+
+def test_big_tensors_show_shape_and_norm():
+    b = Builder()
+    big = b.tensor("h", shape=(10, 10))
+    b.rec.tensor(big).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
+    assert graph.short_value(b.rec.tensor(big)) == "10×10, ‖·‖ 10"     # sqrt(100 * (0 + 1))
+    small = b.tensor("v", shape=(3,), value=[1.0, 2.5, 3.0])
+    assert graph.short_value(b.rec.tensor(small)) == "[1, 2.5, 3]"
+
+
+def test_x_times_x_is_one_edge_counting_two_inputs():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1)
+    assert G.edges[t(ids["x"]), o(rec, ids["u"])]["count"] == 2
+
+
+def test_variable_plumbing_is_hidden_unless_asked_for():
+    b = Builder()
+    handle = b.op("VarHandleOp", [], tapes=(), name="w")
+    init = b.tensor(kind="constant", value=1.0)
+    b.rec.ops.append(Op(id=b._id(), type="AssignVariableOp", inputs=[handle, init], outputs=[], line=1,
+                        scope="Variable", tapes=[]))
+    a = b.tensor("a", "constant", value=2.0)
+    c = b.op("AddV2", [a, a], tapes=(), name="c")
+    G = graph.build(b.rec)
+    assert {d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"} == {"AddV2"}
+    shown = graph.build(b.rec, plumbing=True)
+    assert {"VarHandleOp", "AssignVariableOp"} <= {d["label"] for _, d in shown.nodes(data=True)}
+    assert G.nodes[t(c)]["label"] == "c"
+
+
+def test_an_unwatched_constant_still_shows_the_ops_its_block_ran():
+    """x = tf.convert_to_tensor(10.); with tape: y = x * x; tape.gradient(y, x) is None:
+    the tape recorded nothing, yet the picture shows x -> Mul -> y, Mul marked unrecorded."""
+    b = Builder()
+    x = b.tensor("x", "constant", value=10.0)
+    y = b.op("Mul", [x, x], tapes=(), name="y", line=4)
+    call = GradientCall(line=5, kind="gradient", target=[y], sources=[x],
+                        results=[GradResult(x, None, "not watched: x is a constant tensor")])
+    b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
+                            gradients=[call], end_line=4))
+    G = graph.build(b.rec, tape=1, call=0)
+    mul = o(b.rec, y)
+    assert G.nodes[mul]["category"] == graph.UNRECORDED_OP
+    assert G.has_edge(t(x), mul) and G.has_edge(mul, t(y))
+    assert G.nodes[t(x)]["none_reason"].startswith("not watched")
+    assert G.nodes[t(x)]["label"].endswith("grad None")
+    # what the tape recorded, asked for alone, is still nothing but the source
+    assert mul not in graph.build(b.rec, tape=1)
+
+
+def test_backward_ops_of_the_call_on_request():
+    rec, ids = wxb()
+    rec.ops[-2].call = rec.ops[-1].call = 0
+    rec.ops[-2].line = rec.ops[-1].line = 7
+    assert o(rec, ids["dw"]) not in graph.build(rec, tape=1, call=0)
+    assert o(rec, ids["dw"]) in graph.build(rec, tape=1, call=0, backward=True)
+
+
+def test_nan_values_are_marked():
+    rec, ids = wxb()
+    rec.tensor(ids["wx"]).stats = Stats(min="nan", max="nan", mean="nan", std="nan", nan=1)
+    G = graph.build(rec, tape=1)
+    assert G.nodes[t(ids["wx"])]["nonfinite"] and G.nodes[t(ids["wx"])]["label"].startswith("⚠ NaN")
+
+
+def test_fold_flow_is_the_largest_of_its_ops():
+    rec, ids = loop(6)
+    rec.tapes[0].gradients[0].flow.append(FlowEntry(rec.ops[-1].outputs[0], 1.0))
+    G = graph.build(rec, tape=1, call=0)
+    flow = graph.flow_norms(rec, 1, 0, G)
+    add = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "AddV2")
+    assert flow[add] == 1.0

@@ -1,0 +1,93 @@
+"""view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
+for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
+from tapeviz.draw import graph
+from tapeviz.page import view
+from tapeviz.recording import Alert, Recording, Tape
+from test_graph import o, t, wxb
+from test_graph_lesson import loop
+
+NESTED = """import tensorflow as tf
+x = tf.Variable(1.0)
+with tf.GradientTape() as outer_tape:
+    with tf.GradientTape(persistent=True) as inner_tape:
+        y = x * x * x
+    dy_dx = inner_tape.gradient(y, x)
+d2y = outer_tape.gradient(dy_dx, x)
+"""
+
+
+def nested():
+    rec = Recording(source=NESTED)
+    rec.tapes = [Tape(id=0, line=3, persistent=False, watch_accessed_variables=True, parent=None),
+                 Tape(id=1, line=4, persistent=True, watch_accessed_variables=True, parent=0)]
+    return rec
+
+
+def test_tapes_are_named_by_the_users_python_names():
+    assert view.tape_names(nested()) == {0: "outer_tape", 1: "inner_tape"}
+    one_line = Recording(source="with tf.GradientTape() as t1, tf.GradientTape(watch_accessed_variables=False) as t2:\n")
+    one_line.tapes = [Tape(id=i, line=1, persistent=False, watch_accessed_variables=True, parent=None)
+                      for i in (4, 5)]
+    assert view.tape_names(one_line) == {4: "t1", 5: "t2"}
+    anonymous = Recording(source="tape = tf.GradientTape()\n")
+    anonymous.tapes = [Tape(id=2, line=1, persistent=False, watch_accessed_variables=True, parent=None)]
+    assert view.tape_names(anonymous) == {2: "tape 2"}
+
+
+def test_opens_on_the_gradient_call_with_the_none_result_and_picks_its_source():
+    rec, ids = wxb()
+    rec.source = "\n\nwith tf.GradientTape() as tape:\n"
+    assert view.default_view(rec) == "call:1:0"
+    state = view.opening(rec)
+    assert state["view"] == "call:1:0" and state["focus"] == ids["x"] and state["fold"] is True
+    (callout,) = view.callouts(rec)
+    assert "`x` is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
+    assert "`tape`" in callout.text and callout.view == "call:1:0"
+
+
+def test_without_a_none_the_outermost_tapes_last_call_is_the_lesson():
+    rec, _ = loop(10)
+    assert view.default_view(rec) == "call:1:0" and view.callouts(rec) == []
+    choices = dict(view.view_choices(rec))
+    assert list(choices)[0] == "call:1:0" and "gradient of y with respect to x" in choices["call:1:0"]
+    assert view.parse_view("call:1:0") == (1, 0) and view.parse_view("tape:1") == (1, None)
+    assert view.parse_view(view.ALL_OPS) == (None, None)
+
+
+def test_a_program_without_a_tape_opens_on_every_op_and_says_why():
+    rec, _ = wxb()
+    rec.tapes = []
+    assert view.default_view(rec) == view.ALL_OPS
+    assert view.view_choices(rec) == [(view.ALL_OPS, "every op the program ran")]
+    assert "no `tf.GradientTape`" in view.no_tape_sentence(rec)
+
+
+def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
+    rec, ids = wxb()
+    dw_op = rec.op(rec.tensor(ids["dw"]).producer)
+    dw_op.call, dw_op.line = 0, 7
+    rec.alerts = [Alert(kind="nan", op=dw_op.id, tensor=ids["dw"], line=7, phase="backward")]
+    nan = view.callouts(rec)[-1]
+    assert nan.view == "call:1:0" and nan.backward and nan.tensor == ids["dw"]
+    assert nan.text.startswith("**NaN** first appeared at line 7")
+    G = graph.build(rec, tape=1, call=0, backward=True)
+    assert view.node_for_tensor(rec, G, ids["dw"]) == t(ids["dw"])
+
+
+def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1, call=0)
+    order = view.step_nodes(G)
+    assert order == [o(rec, ids["wx"]), o(rec, ids["z"]), o(rec, ids["u"])]
+    first = view.revealed(G, order[0])
+    assert {t(ids["w"]), t(ids["x"]), o(rec, ids["wx"]), t(ids["wx"])} <= first
+    assert t(ids["z"]) not in first and view.revealed(G, order[-1]) == set(G)
+    assert view.step_words(G, order[1]) == "AddV2 (forward, line 4)"
+
+
+def test_a_fold_offers_unfolding_in_the_inspector():
+    rec, _ = loop(10)
+    G = graph.build(rec, tape=1, call=0)
+    fold = next(n for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT)
+    d = view.details(rec, G, fold)
+    assert d.unfold == fold and "×10" in d.title
