@@ -42,6 +42,8 @@ class Tensor:
     producer: Optional[int] = None   # op id
     line: Optional[int] = None       # where it was first seen (created or first used)
     trainable: Optional[bool] = None  # variables only
+    preview: Optional[str] = None    # strings: a short text of the value(s)
+    warning: Optional[str] = None    # what tapeviz failed to describe about it
 
 
 @dataclass
@@ -99,6 +101,9 @@ class Tape:
     # [first op id, end op id) of each stretch during which it recorded: entering the
     # block opens one, stop_recording() and leaving the block close it
     recording_spans: list = field(default_factory=list)
+    # each tape.reset(): {line, op: the first op id after it, ops and watched: what it
+    # discarded (tensor/op ids)}
+    resets: list = field(default_factory=list)
 
 
 @dataclass

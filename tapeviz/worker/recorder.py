@@ -24,7 +24,7 @@ from tensorflow.python.framework import op_callbacks  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from .instrumented import make_import, make_tape_class  # noqa: E402
+from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -153,7 +153,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                               time.perf_counter() - started)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     user_builtins = dict(builtins.__dict__)
-    user_builtins["__import__"] = make_import(make_tape_class(session))
+    tape_class = make_tape_class(session)
+    user_builtins["__import__"] = make_import(tape_class)
     namespace = {} if namespace is None else namespace
     namespace.update({"__name__": "__main__", "__file__": filename,
                       "__builtins__": user_builtins})
@@ -162,9 +163,9 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     op_callbacks.add_op_callback(callback)
     try:
         with contextlib.redirect_stdout(out), _time_limit(timeout), \
-                tf.variable_creator_scope(session.on_variable):
+                tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class):
             exec(code, namespace)
-    except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
+    except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             error = None
         else:

@@ -247,6 +247,24 @@ class OpsAndTapes:
         if state.span_start is None:
             state.span_start = self.next_op
 
+    def reset_tape(self, tape, frame) -> None:
+        """tape.reset(): TensorFlow drops what the tape recorded and, inside its block,
+        records afresh. The recording keeps what was dropped in `resets`, and a new span."""
+        state = self.state_of(tape)
+        if state is None:
+            return
+        recording = state.span_start is not None
+        self.pause_span(state)
+        rec = state.rec
+        rec.resets.append({"line": frame.f_lineno if frame else None, "op": self.next_op,
+                           "ops": rec.ops, "watched": rec.watched})
+        rec.ops, rec.watched = [], []
+        state.ids.clear()
+        state.held.clear()
+        state.edges.clear()
+        if recording:
+            self.resume_span(state)
+
     def watch(self, tape, tensors, frame) -> None:
         state = self.state_of(tape)
         if state is None:
