@@ -187,7 +187,7 @@ class Runner:
                              "max_stdout": limits.max_stdout, "limits": limits.rlimits()})
             except OSError:
                 pass                 # it died: the reader reports the exit
-            message = worker.next_message(timeout + GRACE_S)
+            message, printed = _next_result(worker, timeout + GRACE_S, limits.max_stdout)
             if job.cancelled.is_set():
                 return _cancelled(source)
             if message is None:
@@ -203,12 +203,13 @@ class Runner:
                 return error_recording(
                     source, "WorkerError", "the recording was too large to send back",
                     "Record fewer or smaller tensors, e.g. a single training step.")
-            return error_recording(
+            return dict(error_recording(
                 source, "WorkerCrash",
-                f"{worker.exit_description()} while running this program; nothing it "
-                f"recorded survived. Other runs are not affected.",
+                f"{worker.exit_description()} while running this program; what it printed "
+                f"is kept, nothing it recorded survived. Other runs are not affected.",
                 "A program that exhausts memory, kills its own process or crashes native "
-                "code ends like this. Make the tensors smaller or remove the offending call.")
+                "code ends like this. Make the tensors smaller or remove the offending call."),
+                stdout=printed)
         finally:
             worker.kill()
 
@@ -232,6 +233,20 @@ class Runner:
             self._trainings.release()
             self._unregister(job)
             raise
+
+
+def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
+    """The worker's next message other than the printed output it streams ("stdout"
+    chunks, kept for a run whose worker dies before it sends its recording), and that
+    output (the newest `max_stdout` characters)."""
+    import time
+    deadline = time.monotonic() + timeout
+    printed = ""
+    while True:
+        message = worker.next_message(max(0.0, deadline - time.monotonic()))
+        if message is None or message.get("type") != "stdout":
+            return message, printed
+        printed = (printed + str(message.get("text", "")))[-max_stdout:]
 
 
 def _cancelled(source: str) -> dict:

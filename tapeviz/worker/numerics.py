@@ -20,7 +20,7 @@ PREVIEW_CHARS = 80                # a string tensor's preview, and each string v
 def stats(a: np.ndarray) -> Optional[Stats]:
     """min, max, mean, std (accumulated in float64) of the finite values, and counts of
     NaN and Inf. Never returns a non-finite number: overflow is written as "inf"."""
-    if not isinstance(a, np.ndarray):
+    if not isinstance(a, (np.ndarray, np.generic)):
         return None                        # e.g. a scalar string's bytes
     if a.dtype.kind not in "fciub" or a.dtype == object:
         if a.dtype.name == "bfloat16" or a.dtype.name.startswith("float8"):

@@ -24,6 +24,7 @@ from tensorflow.python.framework import op_callbacks  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
+from . import exits  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
@@ -132,12 +133,14 @@ def _time_limit(seconds: Optional[float]):
 
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
-           namespace: Optional[dict] = None) -> Recording:
+           namespace: Optional[dict] = None, emit=None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
     reported in `Recording.error`, with everything recorded up to that point. `namespace`,
-    if given, receives the program's globals (tests compare them with a plain run)."""
+    if given, receives the program's globals (tests compare them with a plain run).
+    `emit`, if given (the worker's channel), receives printed output as it is written and,
+    should the program call os._exit, the recording so far (see exits.py)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -162,7 +165,9 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     callback = session.on_op
     op_callbacks.add_op_callback(callback)
     try:
-        with contextlib.redirect_stdout(out), _time_limit(timeout), \
+        with exits.streamed(out, emit) as stdout, contextlib.redirect_stdout(stdout), \
+                exits.answer_os_exit(emit and exits.send_recording_on_exit(
+                    session, stdout, started, emit)), _time_limit(timeout), \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class):
             exec(code, namespace)
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
