@@ -53,6 +53,14 @@ def stats(a: np.ndarray) -> Optional[Stats]:
     n = flat.size
     mean = total / n
     lo, hi = float(flat.min()), float(flat.max())
+    scale = max(abs(lo), abs(hi))
+    if scale > 1e150 or not np.isfinite(mean):
+        # squares would overflow float64: the same facts on a scaled copy (rare)
+        with np.errstate(all="ignore"):
+            scaled = flat / scale
+            mean = float(np.mean(scaled, dtype=np.float64)) * scale
+            std = float(np.std(scaled, dtype=np.float64)) * scale
+        return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
     # One pass for the spread, E[x^2] - mean^2, accumulated in float64: small arrays are
     # copied to float64 for a dot product; big ones go through einsum, which casts in
     # small buffers (no float64 copy of the whole tensor; float32 BLAS loses the spread).
@@ -62,13 +70,6 @@ def stats(a: np.ndarray) -> Optional[Stats]:
     else:
         square = float(np.einsum("i,i->", flat, flat, dtype=np.float64)) / n
     var = square - mean * mean
-    if not (np.isfinite(square) and np.isfinite(mean)):
-        # float64 overflow (values near 1e154 and beyond): the same facts on a scaled copy
-        scale = max(abs(lo), abs(hi))
-        scaled = flat / scale
-        mean = float(np.mean(scaled, dtype=np.float64)) * scale
-        std = float(np.std(scaled, dtype=np.float64)) * scale
-        return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
     if var < 1e-8 * square:
         # The one-pass form cancels for values far from zero (1000 + 0.01 * noise):
         # two passes, still in float64
