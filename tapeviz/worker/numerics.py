@@ -5,6 +5,7 @@ may run; they import no TensorFlow, so they are tested on plain arrays.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -42,25 +43,24 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         return Stats(v, v, v, 0.0)
     nan = inf = 0
     flat = a.reshape(-1)
-    total = float(np.add.reduce(flat, dtype=np.float64))
-    if flat.dtype.kind == "f" and not np.isfinite(total):   # NaN and Inf propagate into the sum
+    lo, hi = float(flat.min()), float(flat.max())   # NaN and Inf show up here
+    if flat.dtype.kind == "f" and not (math.isfinite(lo) and math.isfinite(hi)):
         nan = int(np.count_nonzero(np.isnan(flat)))
         inf = int(np.count_nonzero(np.isinf(flat)))
         flat = flat[np.isfinite(flat)]
         if flat.size == 0:
             return Stats(None, None, None, None, nan, inf)
-        total = float(np.add.reduce(flat, dtype=np.float64))
+        lo, hi = float(flat.min()), float(flat.max())
     n = flat.size
-    mean = total / n
-    lo, hi = float(flat.min()), float(flat.max())
     scale = max(abs(lo), abs(hi))
-    if scale > 1e150 or not np.isfinite(mean):
-        # squares would overflow float64: the same facts on a scaled copy (rare)
+    if scale > 1e150:
+        # sums of squares would overflow float64: the same facts on a scaled copy (rare)
         with np.errstate(all="ignore"):
             scaled = flat / scale
             mean = float(np.mean(scaled, dtype=np.float64)) * scale
             std = float(np.std(scaled, dtype=np.float64)) * scale
         return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
+    mean = float(np.add.reduce(flat, dtype=np.float64)) / n
     # One pass for the spread, E[x^2] - mean^2, accumulated in float64: small arrays are
     # copied to float64 for a dot product; big ones go through einsum, which casts in
     # small buffers (no float64 copy of the whole tensor; float32 BLAS loses the spread).
