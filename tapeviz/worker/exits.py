@@ -11,23 +11,26 @@ import io
 import os
 import sys
 import threading
+import time
 from typing import Callable, Optional
 
-FLUSH_S = 0.05               # text without a newline waits at most this long
-STREAM_CHARS = 200_000       # streamed synchronously up to this much; then by the flusher only
+FLUSH_S = 0.02               # the flusher thread sends what waits this often
+EAGER_GAP_S = 0.01           # a line is sent at once when nothing was sent this long before
+STREAM_CHARS = 200_000       # the most text that waits (the server keeps only the newest)
 
 
 class StreamedText(io.TextIOBase):
     """The program's stdout: written to the recorder's bounded text and sent to the server
-    in chunks. A write that ends a line is sent at once (a crash right after a print keeps
-    it); partial lines, and everything after STREAM_CHARS, go with the next flush."""
+    in chunks. A line written after a quiet spell is sent at once (a crash right after a
+    print keeps it); lines in a burst, and partial lines, go with the next flush, at most
+    FLUSH_S later, so that a loop of prints costs a few messages, not one per line."""
 
     def __init__(self, out, emit: Callable[[dict], None]):
         self.out, self.emit = out, emit
         self.pid = os.getpid()
         self.pending: list = []
         self.pending_chars = 0
-        self.sent = 0
+        self.last_send = 0.0
         self.lock = threading.Lock()
         self.closed_ = threading.Event()
         self.thread = threading.Thread(target=self._flusher, name="tapeviz-stdout", daemon=True)
@@ -38,8 +41,6 @@ class StreamedText(io.TextIOBase):
 
     def write(self, s):
         n = self.out.write(s)
-        if os.getpid() != self.pid:          # a forked child of the program: not our channel
-            return n
         s = str(s)
         with self.lock:
             self.pending.append(s)
@@ -47,21 +48,20 @@ class StreamedText(io.TextIOBase):
             if self.pending_chars > STREAM_CHARS:   # the server keeps the newest; so do we
                 text = "".join(self.pending)[-STREAM_CHARS:]
                 self.pending, self.pending_chars = [text], len(text)
-        if "\n" in s and self.sent < STREAM_CHARS:
+        if "\n" in s and time.monotonic() - self.last_send > EAGER_GAP_S:
             self.flush_now()
         return n
 
     def flush(self) -> None:                 # the program's sys.stdout.flush(): send now
-        if os.getpid() == self.pid:
-            self.flush_now()
+        self.flush_now()
 
     def flush_now(self) -> None:
         with self.lock:
-            if not self.pending:
+            if not self.pending or os.getpid() != self.pid:   # a forked child: not our channel
                 return
             text = "".join(self.pending)
             self.pending, self.pending_chars = [], 0
-            self.sent += len(text)
+            self.last_send = time.monotonic()
             try:
                 self.emit({"type": "stdout", "text": text})
             except Exception:                # the channel is gone: the run goes on regardless
@@ -118,8 +118,6 @@ def answer_os_exit(on_exit: Optional[Callable[[int, object], None]]):
 def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], None]):
     """The `on_exit` for answer_os_exit: finish the session with what was printed and
     send it as the run's recording (os._exit(0) is a clean end, as it is plainly)."""
-    import time
-
     from ..recording import Error
 
     def on_exit(code, frame):

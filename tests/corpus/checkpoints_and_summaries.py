@@ -44,8 +44,8 @@ print("grad loaded:", tape.gradient(out, x).numpy().tolist())
 writer = tf.summary.create_file_writer(os.path.join(workdir, "logs"))
 with writer.as_default():
     for step in range(3):
-        tf.summary.scalar("loss", 1.0 / (step + 1), step=step)
-        tf.summary.text("note", "step " + str(step), step=step)
-        tf.summary.histogram("w", tf.constant([1.0, 2.0, 3.0]), step=step)
+        tf.summary.write("loss", 1.0 / (step + 1), step=step)
+        tf.summary.write("note", tf.constant("step " + str(step)), step=step)
+        tf.summary.write("w", tf.constant([1.0, 2.0, 3.0]) * float(step), step=step)
 writer.flush()
 print("event files:", len(os.listdir(os.path.join(workdir, "logs"))))
