@@ -97,3 +97,17 @@ def test_corpus_keeps_what_a_program_ending_in_os_exit_recorded(runs):
     assert status == 0 and recording["error"] is None
     assert recording["stdout"] == "grad sqrt: 0.25\n"
     assert len(recording["tapes"]) == 1 and recording["tapes"][0]["gradients"]
+
+
+def test_a_native_crash_keeps_what_the_program_printed():
+    from tapeviz.server import runner
+    pool = runner.Runner(runner.Config(warm=0))
+    try:
+        rec = pool.record("import ctypes, sys\nimport tensorflow as tf\n"
+                          "print('before', tf.constant(2.0).numpy())\n"
+                          "print('flushed', end='')\nsys.stdout.flush()\n"
+                          "ctypes.string_at(0)\n", timeout=120)
+    finally:
+        pool.close()
+    assert rec["error"]["type"] == "WorkerCrash" and "SIGSEGV" in rec["error"]["message"]
+    assert rec["stdout"] == "before 2.0\nflushed"
