@@ -104,6 +104,10 @@ class Tape:
     # each tape.reset(): {line, op: the first op id after it, ops and watched: what it
     # discarded (tensor/op ids)}
     resets: list = field(default_factory=list)
+    # set for a tape entered inside a tf.function: the function's name. TensorFlow traced
+    # the tape into the function's graph, so its ops are the function's one op (`line`
+    # is where the program called the function), not recorded one by one
+    function: Optional[str] = None
 
 
 @dataclass

@@ -696,7 +696,7 @@ def test_every_alias_of_the_tape_is_instrumented(imports, tape):
     assert grad.value == float(plain["dy_dx"].numpy())
 
 
-def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
+def test_a_tape_inside_a_tf_function_is_listed_with_its_function():
     program = src("""
         import tensorflow as tf
         @tf.function
@@ -706,6 +706,24 @@ def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
                 y = x * x
             return tape.gradient(y, x)
         print(grad_of_square(tf.constant(2.0)).numpy())
+        print(grad_of_square(tf.constant(3.0)).numpy())
+    """)
+    plain, out = run_plain(program)
+    rec, _ = run_recorded(program)
+    assert rec.error is None and rec.stdout == out
+    assert len(rec.tapes) == 1, "traced once, listed once"
+    assert rec.tapes[0].function == "grad_of_square" and rec.tapes[0].line == 8
+    assert any(o.function == "grad_of_square" for o in rec.ops)
+
+
+def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
+    program = src("""
+        import tensorflow as tf
+        from tensorflow.python.eager import backprop
+        def plain_tape():
+            return backprop.GradientTape()
+        print("traced", tf.function(lambda x: x * 2.0)(tf.constant(1.0)).numpy())
+        GradientTape = None
     """)
     rec, _ = run_recorded(program)
     assert rec.tapes == [] and rec.error is None

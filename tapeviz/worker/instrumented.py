@@ -38,6 +38,9 @@ def make_tape_class(session: Session):
             if self._tracked():
                 _quietly(session, "could not follow this tape", session.open_tape, self,
                          session.user_frame(sys._getframe(1)))
+            elif not context.executing_eagerly():
+                _quietly(session, "could not note this tape", session.traced_tape, self,
+                         sys._getframe(1))
             return result
 
         def __exit__(self, typ, value, tb):

@@ -220,6 +220,31 @@ class OpsAndTapes:
         self.resume_span(state)
         return state
 
+    def traced_tape(self, tape, frame) -> None:
+        """A tape entered while a tf.function is traced: TensorFlow records it into the
+        function's graph, so its ops run inside the function's one op. Listed (once per
+        trace) with the function's name and the line that called it."""
+        if tape.__dict__.get("_tapeviz_traced"):
+            return
+        tape.__dict__["_tapeviz_traced"] = True
+        function = None
+        while frame is not None and frame.f_code.co_filename != self.filename:
+            name = frame.f_code.co_name
+            if function is None and name.startswith("tf__"):   # autograph's converted code
+                function = name[len("tf__"):]
+            frame = frame.f_back
+        if function is None and frame is not None and frame.f_code.co_name != "<module>":
+            function = frame.f_code.co_name      # traced without autograph
+            frame = frame.f_back
+            while frame is not None and frame.f_code.co_filename != self.filename:
+                frame = frame.f_back
+        rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None,
+                   tape._persistent, tape._watch_accessed_variables, None)
+        rec.function = function or "a tf.function"
+        self.tapes.append(rec)
+        if len(self.tapes) > self.max_tapes:
+            self.drop_oldest_tape()
+
     def drop_oldest_tape(self) -> None:
         """Bound memory in long loops: forget the oldest tape no `with` block holds open."""
         active = {state.rec.id for state in self.active}
