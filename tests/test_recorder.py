@@ -821,3 +821,36 @@ def test_raise_base_exception_keeps_output_and_recording():
     rec, _ = run_recorded(program)
     assert rec.error.type == "BaseException" and rec.error.line == 6
     assert rec.stdout == "so far 3.0\n" and len(rec.tapes) == 1
+
+
+def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
+    import os
+
+    class Exited(BaseException):
+        pass
+
+    def process_exit(code):          # stands in for the real exit, which would end pytest
+        raise Exited(code)
+
+    monkeypatch.setattr(os, "_exit", process_exit)
+    program = src("""
+        import os
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        print("grad", tape.gradient(y, x).numpy())
+        os._exit(3)
+        print("never")
+    """)
+    sent = []
+    recorder.record(program, emit=sent.append)
+    assert os._exit is process_exit, "the hook is undone after the run"
+    printed = "".join(m["text"] for m in sent if m["type"] == "stdout")
+    assert printed == "grad 4.0\n"
+    final = [m for m in sent if m["type"] == "recording"]
+    assert len(final) == 1 and final[0]["exit_status"] == 3
+    rec = Recording.from_dict(final[0]["recording"])
+    assert rec.error.type == "SystemExit" and rec.error.line == 7
+    assert rec.stdout == "grad 4.0\n" and len(rec.tapes) == 1
+    assert rec.tapes[0].gradients[0].results[0].grad is not None

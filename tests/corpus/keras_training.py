@@ -42,3 +42,17 @@ model.compile(optimizer="adam", loss=loss_object, metrics=["accuracy"])
 history = model.fit(dataset, epochs=1, verbose=0)
 print("fit keys:", sorted(history.history))
 print("predictions:", model.predict(features[:2], verbose=0).shape)
+
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_object(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    adam.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+for x, y in dataset:
+    loss = train_step(x, y)
+print("tf.function steps:", f"{float(loss):.4f}")
