@@ -854,3 +854,18 @@ def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
     assert rec.error.type == "SystemExit" and rec.error.line == 7
     assert rec.stdout == "grad 4.0\n" and len(rec.tapes) == 1
     assert rec.tapes[0].gradients[0].results[0].grad is not None
+
+
+def test_tf_print_to_sys_stdout_is_in_the_recorded_output_in_order():
+    program = src("""
+        import sys
+        import tensorflow as tf
+        print("before")
+        tf.print("tensor:", tf.constant([1, 2]), output_stream=sys.stdout)
+        tf.print("end-less", output_stream=sys.stdout, end="")
+        tf.print("to stderr")
+        print("after")
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.error is None, rec.error
+    assert rec.stdout == "before\ntensor: [1 2]\nend-lessafter\n"

@@ -81,12 +81,29 @@ class OpsAndTapes:
         scope = context.context().scope_name.rstrip("/") or None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
+        elif op_type == "PrintV2":
+            self.print_to_stdout(attrs, inputs)
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
                 self.grad_call if phase == BACKWARD else None)
         self.append_op(op)
         self.last_time = time.perf_counter()
         return None
+
+    def print_to_stdout(self, attrs, inputs) -> None:
+        """tf.print(..., output_stream=sys.stdout) prints from C++ to file descriptor 1, which
+        a worker keeps for its messages (pointed at stderr): the program's stdout, which
+        the recording keeps, gets the same text, in order with Python's prints."""
+        try:
+            named = dict(zip(attrs[::2], attrs[1::2]))
+            stream, end = named.get("output_stream"), named.get("end", "\n")
+            stream = stream.decode() if isinstance(stream, bytes) else stream
+            if stream != "stdout" or not inputs:
+                return
+            end = end.decode() if isinstance(end, bytes) else end
+            sys.stdout.write(inputs[0].numpy().decode("utf-8", "replace") + end)
+        except Exception as e:
+            self.fault("could not copy a tf.print to the recorded output", e)
 
     def fast_path_reads(self, wrapper, inputs, line) -> None:
         """Make visible the variable reads that TF's C++ fast path did without a callback.
