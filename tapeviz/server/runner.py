@@ -191,11 +191,13 @@ class Runner:
             if job.cancelled.is_set():
                 return _cancelled(source)
             if message is None:
-                return error_recording(
+                return dict(error_recording(
                     source, "Timeout",
                     f"the program ran longer than its time limit of {timeout:g} s and did not "
-                    f"stop when asked, so its worker was killed; nothing it recorded survived",
-                    "Look for a loop that never ends, or a single huge operation.")
+                    f"stop when asked, so its worker was killed; what it printed is kept, "
+                    f"nothing it recorded survived",
+                    "Look for a loop that never ends, or a single huge operation."),
+                    stdout=printed)
             if message.get("type") == "recording" and _looks_like_recording(
                     message.get("recording")):
                 return message["recording"]
