@@ -93,14 +93,9 @@ def none_reason(*, ops: Sequence[Op], tensors: Mapping[int, Tensor], tape: Tape,
                 f"(or complex) tensors carry gradients. Create it as a float "
                 f"(tf.constant(3.0)) or tf.cast it to tf.float32 before the tape uses it.")
 
-    tape_tensors = set(tape.watched)
-    for op in ops:
-        if op.id in on_tape:
-            tape_tensors.update(op.inputs)
-            tape_tensors.update(op.outputs)
-
-    if source not in tape_tensors:
-        return _not_on_tape(src, name, tape, graph, tensors, lines)
+    if not _held_by_tape(ops, on_tape, tape, source, src):
+        return (_discarded_by_reset(tape, source, name, graph)
+                or _not_on_tape(src, name, tape, graph, tensors, lines))
 
     # The source is on the tape. Is there a recorded path to the target?
     taped = _Graph(op for op in ops if op.id in on_tape)
@@ -116,11 +111,37 @@ def none_reason(*, ops: Sequence[Op], tensors: Mapping[int, Tensor], tape: Tape,
     if full_path:
         return _broken_path(full_path, tape, name, tensors)
 
-    escape = _left_tensorflow(graph, targets, tensors, src, lines)
-    if escape:
-        return escape
-    return (f"no path from the target to {name}: the target was not computed from {name}"
-            f" on this tape, so it does not depend on it.")
+    return (_stateful_write(graph, source, targets, name, tensors, lines)
+            or _left_tensorflow(graph, targets, tensors, src, lines)
+            or f"no path from the target to {name}: the target was not computed from {name}"
+               f" on this tape, so it does not depend on it.")
+
+
+def _held_by_tape(ops, on_tape, tape, source, src) -> bool:
+    """Is the source on the tape: watched, made by a recorded op, or (a variable) read by
+    one. A constant that recorded ops merely consumed is not: the tape never watched it."""
+    if source in tape.watched:
+        return True
+    variable = src is not None and src.kind == VARIABLE
+    for op in ops:
+        if op.id in on_tape and (source in op.outputs or (variable and source in op.inputs)):
+            return True
+    return False
+
+
+def _discarded_by_reset(tape, source, name, graph) -> Optional[str]:
+    """The tape had the source before a tape.reset() threw its recording away."""
+    for reset in reversed(getattr(tape, "resets", None) or []):
+        dropped = set(reset.get("ops") or ())
+        held = source in (reset.get("watched") or ()) or any(
+            op.id in dropped and (source in op.inputs or source in op.outputs)
+            for op in graph.ops)
+        if held:
+            return (f"discarded by reset(): the tape recorded {name} but "
+                    f"tape.reset(){_at(reset.get('line'))} threw away everything it had "
+                    f"recorded and watched, so the path to {name} is gone. Compute (or "
+                    f"tape.watch) it again after the reset, or reset before it.")
+    return None
 
 
 def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
@@ -132,6 +153,13 @@ def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
         if not tape.watch_accessed_variables:
             return (f"not watched: the tape was created with watch_accessed_variables=False, "
                     f"so it only records what you tape.watch(). Call tape.watch({src.name or 'v'}).")
+        stopped = _used_while_stopped(graph, src.id, tape)
+        if stopped is not None:
+            where = f" at line {stopped.line}" if stopped.line else ""
+            return (f"the tape was not recording: {name} was used while recording was "
+                    f"stopped{where}, inside `with tape.stop_recording():`, so the tape did "
+                    f"not record that use. Use it outside the stop_recording() block to get "
+                    f"a gradient.")
         return (f"no path from the target to {name}: {name} was never used while the tape "
                 f"was recording, so the target does not depend on it (an unconnected source). "
                 f"Use it inside the `with tf.GradientTape()` block to get a gradient.")
@@ -148,9 +176,48 @@ def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
         return (f"not watched: {name} was computed{_at(op.line if op else None)} before or "
                 f"outside the tape's recording, so the tape does not know how it was made. "
                 f"Compute it inside the `with` block, or call tape.watch({src.name or 'x'}).")
-    return (f"not watched: {name} is a constant tensor, and a tape only watches trainable "
-            f"tf.Variables on its own. Call tape.watch({src.name if src and src.name else 'x'}) "
-            f"inside the `with` block, or make it a tf.Variable.")
+    label = src.name if src and src.name else "x"
+    return (f"not watched: {name if src and src.name else 'this source'} was never watched. "
+            f"It is a constant tensor, and a tape only watches trainable tf.Variables on its "
+            f"own. Call tape.watch({label}) inside the `with` block, or make it a "
+            f"tf.Variable.")
+
+
+def _used_while_stopped(graph, source, tape) -> Optional[Op]:
+    """The first op that used the source inside the tape's block while it was stopped."""
+    spans = tape.recording_spans or []
+    if not spans:
+        return None
+    for op in graph.ops:
+        if source in op.inputs and spans[0][0] <= op.id < spans[-1][1] and \
+                not any(start <= op.id < end for start, end in spans):
+            return op
+    return None
+
+
+# Ops that write into a variable: the tape does not differentiate through them
+_STATEFUL_WRITE = re.compile(r"^(Assign\w*VariableOp|ResourceScatter\w+|ResourceApply\w+|"
+                             r"ResourceStridedSliceAssign)$")
+
+
+def _stateful_write(graph, source, targets, name, tensors, lines) -> Optional[str]:
+    """A value computed from the source was written into a variable that the target read."""
+    down = graph.descendants(source)
+    up = graph.ancestors(targets)
+    for op in graph.ops:
+        if not _STATEFUL_WRITE.match(op.type) or not op.inputs or op.inputs[0] not in up:
+            continue
+        if any(i in down for i in op.inputs[1:]):
+            var = _label(tensors.get(op.inputs[0]), "a variable")
+            text = _line_text(lines, op.line)
+            where = f"`{text}` ({op.type}{', line ' + str(op.line) if op.line else ''})" \
+                if text else f"`{op.type}`{_at(op.line)}"
+            return (f"a stateful op cut the path: {where} wrote a value computed from {name} "
+                    f"into {var}. Writing to a variable is not differentiable, so the target, "
+                    f"which reads {var}, does not depend on {name} as far as the tape knows. "
+                    f"Compute with tensors instead (e.g. `new = {var.strip('`')} + ...`) to "
+                    f"keep the path.")
+    return None
 
 
 def _replaced_variable(src, graph, tensors):
@@ -177,6 +244,12 @@ def _broken_path(path, tape, name, tensors) -> str:
             return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} gives "
                     f"integer or boolean results (or has no gradient), so the path from the "
                     f"target back to {name} is cut there.")
+        reset = next((r for r in getattr(tape, "resets", None) or []
+                      if op.id in set(r.get("ops") or ())), None)
+        if reset is not None:
+            return (f"discarded by reset(): `{op.type}`{_at(op.line)} was on the path to "
+                    f"{name}, but tape.reset(){_at(reset.get('line'))} threw away what the "
+                    f"tape had recorded. Compute the path again after the reset.")
         if any(start <= op.id < end for start, end in spans):
             continue   # recorded span but the tape skipped it: an earlier break explains it
         if spans and spans[0][0] <= op.id <= spans[-1][1]:
@@ -188,22 +261,51 @@ def _broken_path(path, tape, name, tensors) -> str:
     return f"no recorded path from the target to {name}."
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
 def _left_tensorflow(graph, targets, tensors, src, lines) -> Optional[str]:
-    """Find where a value left TensorFlow through NumPy or Python on the way to the target."""
-    src_name = src.name if src is not None else None
+    """Find where a value left TensorFlow through NumPy or Python on the way to the target:
+    a constant the target was computed from, made on a line (or from a name bound on a line)
+    that calls NumPy or .numpy() on a tensor computed from the source."""
+    names = set()
+    if src is not None:
+        names = {tensors[t].name for t in graph.descendants(src.id)
+                 if t in tensors and tensors[t].name}
     for t in sorted(graph.ancestors(targets)):
         tensor = tensors.get(t)
         if tensor is None or tensor.kind != CONSTANT or tensor.producer is not None:
             continue
-        # A constant is first seen where it is used; it was made where its name was bound.
-        made = _assignment_line(lines, tensor.name, tensor.line) or tensor.line
-        text = _line_text(lines, made)
-        if _LEAVES_TF.search(text) and (src_name is None or src_name in text):
-            return (f"the path left TensorFlow through NumPy/Python at line {made} "
-                    f"(`{text}`): .numpy(), float() and NumPy functions give plain values "
-                    f"that the tape cannot differentiate. Keep the computation in TensorFlow "
-                    f"ops (tf.square, tf.reduce_sum, ...).")
+        for made in _origin_lines(lines, tensor):
+            text = _line_text(lines, made)
+            if _LEAVES_TF.search(text) and (not names or names & set(_IDENTIFIER.findall(text))):
+                return (f"the path left TensorFlow through NumPy/Python at line {made} "
+                        f"(`{text}`): .numpy(), float() and NumPy functions give plain values "
+                        f"that the tape cannot differentiate. Keep the computation in "
+                        f"TensorFlow ops (tf.square, tf.reduce_sum, ...).")
     return None
+
+
+def _origin_lines(lines, tensor) -> list:
+    """Lines a constant may have come from: where its name was bound, where it was first
+    seen, and (two steps back) where the names used on those lines were bound."""
+    found = []
+    made = _assignment_line(lines, tensor.name, tensor.line)
+    frontier = [line for line in (made, tensor.line) if line]
+    for _ in range(3):
+        next_frontier = []
+        for line in frontier:
+            if line in found:
+                continue
+            found.append(line)
+            text = _line_text(lines, line)
+            rhs = text.split("=", 1)[1] if re.match(r"^[\w\s,\[\]]+=[^=]", text) else text
+            for used in set(_IDENTIFIER.findall(rhs)):
+                bound = _assignment_line(lines, used, line - 1)
+                if bound:
+                    next_frontier.append(bound)
+        frontier = next_frontier
+    return found
 
 
 def _assignment_line(lines, name: Optional[str], before: Optional[int]) -> Optional[int]:

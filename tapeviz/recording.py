@@ -43,6 +43,8 @@ class Tensor:
     line: Optional[int] = None       # where it was first seen (created or first used)
     trainable: Optional[bool] = None  # variables only
     file: Optional[str] = None       # the user's file of `line`, relative to the program's folder
+    preview: Optional[str] = None    # strings: a short text of the value(s)
+    warning: Optional[str] = None    # what tapeviz failed to describe about it
 
 
 @dataclass
@@ -104,6 +106,13 @@ class Tape:
     recording_spans: list = field(default_factory=list)
     file: Optional[str] = None                       # the user's file of `line`
     index: Optional[int] = None    # its number among top-level tapes (counting from 0), when --tapes chose
+    # each tape.reset(): {line, op: the first op id after it, ops and watched: what it
+    # discarded (tensor/op ids)}
+    resets: list = field(default_factory=list)
+    # set for a tape entered inside a tf.function: the function's name. TensorFlow traced
+    # the tape into the function's graph, so its ops are the function's one op (`line`
+    # is where the program called the function), not recorded one by one
+    function: Optional[str] = None
 
 
 @dataclass

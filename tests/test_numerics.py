@@ -50,3 +50,31 @@ def test_norm_of_dense_and_sliced_gradients():
     assert numerics.norm(slices) == pytest.approx(5.0)
     assert numerics.norm(None) is None
     assert numerics.norm(np.zeros((0,))) == 0.0
+
+
+@pytest.mark.parametrize("n", [100, 10_000, 300_000])
+def test_stats_accumulate_in_float64_for_values_far_from_zero(n):
+    a = (1000.0 + 0.01 * np.random.default_rng(2).normal(size=n)).astype(np.float32)
+    s = numerics.stats(a)
+    ref = a.astype(np.float64)
+    assert s.mean == pytest.approx(ref.mean(), rel=1e-12)
+    assert s.std == pytest.approx(ref.std(), rel=1e-6)
+
+
+def test_stats_of_huge_values_are_finite_or_strict_json_strings():
+    import json
+    s = numerics.stats(np.array([1e20, 3e20, -2e20] * 2000, np.float32))
+    ref = np.array([1e20, 3e20, -2e20] * 2000, np.float32).astype(np.float64)
+    assert s.std == pytest.approx(ref.std(), rel=1e-9)
+    top = numerics.stats(np.array([1.7e308, 1.7e308, -1.0]))
+    assert top.max == 1.7e308
+    json.dumps(top.__dict__, allow_nan=False)          # "inf" at worst, never a float inf
+
+
+def test_non_numeric_values_get_a_short_preview_and_no_stats():
+    assert numerics.stats(b"scalar string") is None
+    assert numerics.preview(b"hello") == "'hello'"
+    long = numerics.preview(np.array([b"x" * 500] * 20, dtype=object))
+    assert len(long) <= numerics.PREVIEW_CHARS and long.startswith("['xxx")
+    assert numerics.string_value(np.array([b"a", "b\u00e9".encode()], dtype=object)) == ["a", "b\u00e9"]
+    assert len(numerics.string_value(b"y" * 1000)) == numerics.PREVIEW_CHARS + 1

@@ -580,6 +580,8 @@ def test_no_global_patch_survives_a_run():
     assert isinstance(ns1["t"], before)
     assert ns1["T"] is not ns2["T"], "each run gets its own tape class"
     assert context.context().op_callbacks == [], "the op callback was left behind"
+    assert "__enter__" not in {k for k, v in vars(before).items()
+                               if getattr(v, "__qualname__", "").startswith("adopt_tapes")}
 
 
 def test_recording_json_is_strict_and_carries_the_schema():
@@ -588,3 +590,282 @@ def test_recording_json_is_strict_and_carries_the_schema():
     assert data["schema"] == "tapeviz.recording/1"
     assert "NaN" not in rec.to_json()
     assert data["tensors"][-1]["value"] == [2.0, "nan"]
+
+
+# -- real TensorFlow code: strings, big values, aliases of the tape, reset, faults -------------
+
+def test_string_tensors_tf_print_and_string_arguments_record_without_stats():
+    program = src("""
+        import tensorflow as tf
+        s = tf.constant("hello")
+        words = tf.strings.split(tf.constant("a bb ccc"))
+        tf.print("total:", tf.reduce_sum(tf.constant([1.0, 2.0])))
+        @tf.function
+        def scale(x, label):
+            return x * 2.0
+        y = scale(tf.constant(3.0), "three")
+        print(s.numpy(), words.numpy(), y.numpy())
+    """)
+    plain, out = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None, rec.error
+    assert rec.stdout == out
+    strings = [t for t in rec.tensors if t.dtype == "string"]
+    assert strings and all(t.stats is None for t in strings)
+    assert any(t.preview and "total:" in t.preview for t in strings)
+    assert rec.to_json()
+
+
+def test_big_values_keep_float64_stats_and_strict_json():
+    program = src("""
+        import tensorflow as tf
+        big = tf.constant([1e20, 3e20, -2e20, 5e20] * 1000) * 1.0
+        huge = tf.constant([1e300, -1e300, 3e300], tf.float64) * 1.0
+        near = tf.constant(1000.0) + 0.01 * tf.random.normal([10000], seed=3)
+    """)
+    rec, ns = run_recorded(program)
+    data = json.loads(rec.to_json())      # strict JSON: no NaN/Infinity literals
+    assert data["error"] is None
+    for name in ("big", "near"):
+        a = ns[name].numpy().astype(np.float64)
+        stats = by_name(rec, name).stats
+        assert stats.mean == pytest.approx(a.mean(), rel=1e-9)
+        assert stats.std == pytest.approx(a.std(), rel=1e-6)
+    huge = ns["huge"].numpy()       # NumPy's own std overflows here: compare scaled
+    assert by_name(rec, "huge").stats.std == pytest.approx((huge / 1e300).std() * 1e300,
+                                                           rel=1e-9)
+
+
+FAULT_PROGRAM = src("""
+    import tensorflow as tf
+    s = tf.constant("label")
+    x = tf.Variable([1.0, 2.0])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(x * x)
+    tf.print(s)
+    print("grad", tape.gradient(y, x).numpy(), s.numpy())
+""")
+
+
+@pytest.mark.parametrize("where", ["stats", "plain_value", "preview", "scan"])
+def test_a_fault_inside_tapeviz_never_changes_the_program(monkeypatch, where):
+    _, out = run_plain(FAULT_PROGRAM)
+    from tapeviz.worker import numerics
+    from tapeviz.worker.capture import tensors
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected fault")
+
+    if where == "scan":
+        monkeypatch.setattr(tensors.TensorsAndNames, "_name_one", broken)
+    else:
+        monkeypatch.setattr(numerics, where, broken)
+    rec, ns = run_recorded(FAULT_PROGRAM)
+    assert rec.error is None, rec.error
+    assert rec.stdout == out
+    assert any("injected fault" in w["message"] for w in rec.warnings), rec.warnings
+    assert len(rec.tapes) == 1 and rec.tapes[0].gradients[0].results[0].grad is not None
+    if where != "scan":
+        assert any(t.warning and "injected fault" in t.warning for t in rec.tensors)
+
+
+@pytest.mark.parametrize("imports,tape", [
+    ("import tensorflow.compat.v1 as tf", "tf.GradientTape"),
+    ("import tensorflow.compat.v2 as tf", "tf.GradientTape"),
+    ("from tensorflow.compat import v1 as tf", "tf.GradientTape"),
+    ("import tensorflow as tf", "tf.compat.v1.GradientTape"),
+    ("import tensorflow as tf\nfrom tensorflow import GradientTape", "GradientTape"),
+    ("import tensorflow as tf\nfrom tensorflow.python.eager.backprop import GradientTape",
+     "GradientTape"),
+])
+def test_every_alias_of_the_tape_is_instrumented(imports, tape):
+    program = imports + "\n" + src(f"""
+        x = tf.constant(3.0)
+        with {tape}() as g:
+            g.watch(x)
+            y = x * x
+        dy_dx = g.gradient(y, x)
+        print(dy_dx)
+    """)
+    plain, out = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.stdout == out
+    same(ns["dy_dx"], plain["dy_dx"])
+    assert len(rec.tapes) == 1 and rec.tapes[0].gradients, rec.warnings
+    grad = rec.tensor(rec.tapes[0].gradients[0].results[0].grad)
+    assert grad.value == float(plain["dy_dx"].numpy())
+
+
+def test_a_tape_inside_a_tf_function_is_listed_with_its_function():
+    program = src("""
+        import tensorflow as tf
+        @tf.function
+        def grad_of_square(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = x * x
+            return tape.gradient(y, x)
+        print(grad_of_square(tf.constant(2.0)).numpy())
+        print(grad_of_square(tf.constant(3.0)).numpy())
+    """)
+    plain, out = run_plain(program)
+    rec, _ = run_recorded(program)
+    assert rec.error is None and rec.stdout == out
+    assert len(rec.tapes) == 1, "traced once, listed once"
+    assert rec.tapes[0].function == "grad_of_square" and rec.tapes[0].line == 8
+    assert any(o.function == "grad_of_square" for o in rec.ops)
+
+
+def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
+    program = src("""
+        import tensorflow as tf
+        from tensorflow.python.eager import backprop
+        def plain_tape():
+            return backprop.GradientTape()
+        print("traced", tf.function(lambda x: x * 2.0)(tf.constant(1.0)).numpy())
+        GradientTape = None
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.tapes == [] and rec.error is None
+    assert any("no tape" in w["message"] for w in rec.warnings)
+
+
+def test_reset_starts_a_new_span_and_explains_the_none():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        w = tf.Variable(5.0)
+        with tf.GradientTape(persistent=True) as tape:
+            y = x * x
+            tape.reset()
+            z = y * w
+        dz_dx, dz_dw = tape.gradient(z, [x, w])
+    """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["dz_dx"] is None and ns["dz_dx"] is None
+    same(ns["dz_dw"], plain["dz_dw"])
+    tape = rec.tapes[0]
+    assert len(tape.recording_spans) == 2 and len(tape.resets) == 1
+    assert tape.resets[0]["line"] == 6
+    assert all(rec.op(i).line >= 7 for i in tape.ops), "the ops reset() discarded are gone"
+    reason = tape.gradients[0].results[0].none_reason
+    assert "reset()" in reason and "line 6" in reason, reason
+
+
+@pytest.mark.parametrize("program,expect", [
+    # the seed's case: a constant that only met a variable on the tape was never watched
+    ("""
+        import tensorflow as tf
+        w = tf.Variable(2.0)
+        b = tf.Variable(1.0)
+        x = tf.convert_to_tensor(10.)
+        with tf.GradientTape() as tape:
+            z = w * x + b
+        g = tape.gradient(z, x)
+    """, ["`x` was never watched"]),
+    # NumPy on a line of its own, the result turned back into a tensor later
+    ("""
+        import numpy as np
+        import tensorflow as tf
+        x = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+        with tf.GradientTape() as tape:
+            x2 = x ** 2
+            y = np.mean(x2, axis=0)
+            y = tf.reduce_mean(y, axis=0)
+        g = tape.gradient(y, x)
+    """, ["NumPy", "line 6", "np.mean(x2"]),
+    # a stateful op cuts the path
+    ("""
+        import tensorflow as tf
+        x0 = tf.Variable(3.0)
+        x1 = tf.Variable(0.0)
+        with tf.GradientTape() as tape:
+            x1.assign_add(x0)
+            y = x1 ** 2
+        g = tape.gradient(y, x0)
+    """, ["stateful", "x1.assign_add(x0)", "line 5", "AssignAddVariableOp"]),
+    # used inside the block, but while recording was stopped
+    ("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        y = tf.Variable(3.0)
+        with tf.GradientTape() as t:
+            x_sq = x * x
+            with t.stop_recording():
+                y_sq = y * y
+            z = x_sq + y_sq
+        g = t.gradient(z, {"x": x, "y": y})["y"]
+    """, ["`y` was used while recording was stopped at line 7"]),
+])
+def test_none_reasons_name_the_variable_the_cause_and_the_line(program, expect):
+    program = src(program)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert plain["g"] is None and ns["g"] is None
+    results = [r for r in rec.tapes[0].gradients[0].results if r.grad is None]
+    assert len(results) == 1
+    for words in expect:
+        assert words in results[0].none_reason, results[0].none_reason
+
+
+def test_raise_base_exception_keeps_output_and_recording():
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(1.0)
+        with tf.GradientTape() as tape:
+            y = x * 3.0
+        print("so far", tape.gradient(y, x).numpy())
+        raise BaseException("stop here")
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.error.type == "BaseException" and rec.error.line == 6
+    assert rec.stdout == "so far 3.0\n" and len(rec.tapes) == 1
+
+
+def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
+    import os
+
+    class Exited(BaseException):
+        pass
+
+    def process_exit(code):          # stands in for the real exit, which would end pytest
+        raise Exited(code)
+
+    monkeypatch.setattr(os, "_exit", process_exit)
+    program = src("""
+        import os
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        with tf.GradientTape() as tape:
+            y = x * x
+        print("grad", tape.gradient(y, x).numpy())
+        os._exit(3)
+        print("never")
+    """)
+    sent = []
+    recorder.record(program, emit=sent.append)
+    assert os._exit is process_exit, "the hook is undone after the run"
+    printed = "".join(m["text"] for m in sent if m["type"] == "stdout")
+    assert printed == "grad 4.0\n"
+    final = [m for m in sent if m["type"] == "recording"]
+    assert len(final) == 1 and final[0]["exit_status"] == 3
+    rec = Recording.from_dict(final[0]["recording"])
+    assert rec.error.type == "SystemExit" and rec.error.line == 7
+    assert rec.stdout == "grad 4.0\n" and len(rec.tapes) == 1
+    assert rec.tapes[0].gradients[0].results[0].grad is not None
+
+
+def test_tf_print_to_sys_stdout_is_in_the_recorded_output_in_order():
+    program = src("""
+        import sys
+        import tensorflow as tf
+        print("before")
+        tf.print("tensor:", tf.constant([1, 2]), output_stream=sys.stdout)
+        tf.print("end-less", output_stream=sys.stdout, end="")
+        tf.print("to stderr")
+        print("after")
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.error is None, rec.error
+    assert rec.stdout == "before\ntensor: [1 2]\nend-lessafter\n"

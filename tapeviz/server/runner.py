@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Optional
 
 from . import protocol, sandbox
@@ -248,15 +249,17 @@ class Runner:
                              "program": program, "tapes": list(tapes) if tapes else None})
             except OSError:
                 pass                 # it died: the reader reports the exit
-            message = worker.next_message(timeout + GRACE_S)
+            message, printed = _next_result(worker, timeout + GRACE_S, limits.max_stdout)
             if job.cancelled.is_set():
                 return _cancelled(source)
             if message is None:
-                return error_recording(
+                return dict(error_recording(
                     source, "Timeout",
                     f"the program ran longer than its time limit of {timeout:g} s and did not "
-                    f"stop when asked, so its worker was killed; nothing it recorded survived",
-                    "Look for a loop that never ends, or a single huge operation.")
+                    f"stop when asked, so its worker was killed; what it printed is kept, "
+                    f"nothing it recorded survived",
+                    "Look for a loop that never ends, or a single huge operation."),
+                    stdout=printed)
             if message.get("type") == "recording":
                 why = protocol.check_recording(message.get("recording"), source,
                                                limits.max_ops, limits.max_stdout)
@@ -274,12 +277,13 @@ class Runner:
                     source, "WorkerError", "the recording was too large to send back (over "
                     f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
                     "Record fewer or smaller tensors, e.g. a single training step.")
-            return error_recording(
+            return dict(error_recording(
                 source, "WorkerCrash",
-                f"{worker.exit_description()} while running this program; nothing it "
-                f"recorded survived. Other runs are not affected.",
+                f"{worker.exit_description()} while running this program; what it printed "
+                f"is kept, nothing it recorded survived. Other runs are not affected.",
                 "A program that exhausts memory, kills its own process or crashes native "
-                "code ends like this. Make the tensors smaller or remove the offending call.")
+                "code ends like this. Make the tensors smaller or remove the offending call."),
+                stdout=printed)
         finally:
             worker.kill()
 
@@ -303,6 +307,19 @@ class Runner:
             self._trainings.release()
             self._unregister(job)
             raise
+
+
+def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
+    """The worker's next message other than the printed output it streams ("stdout"
+    chunks, kept for a run whose worker dies before it sends its recording), and that
+    output (the newest `max_stdout` characters)."""
+    deadline = time.monotonic() + timeout
+    printed = ""
+    while True:
+        message = worker.next_message(max(0.0, deadline - time.monotonic()))
+        if message is None or message.get("type") != "stdout":
+            return message, printed
+        printed = (printed + str(message.get("text", "")))[-max_stdout:]
 
 
 def _cancelled(source: str) -> dict:

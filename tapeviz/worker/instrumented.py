@@ -37,9 +37,13 @@ def make_tape_class(session: Session):
             result = super().__enter__()
             window = session.window           # --tapes: only some top-level tapes record
             if self._tracked() and (window is None or window.enter(self)):
-                state = session.open_tape(self, session.user_frame(sys._getframe(1)))
-                if window is not None and state.rec.parent is None:
+                state = _quietly(session, "could not follow this tape", session.open_tape, self,
+                                 session.user_frame(sys._getframe(1)))
+                if window is not None and state is not None and state.rec.parent is None:
                     state.rec.index = window.current
+            elif not context.executing_eagerly():
+                _quietly(session, "could not note this tape", session.traced_tape, self,
+                         sys._getframe(1))
             return result
 
         def __exit__(self, typ, value, tb):
@@ -49,13 +53,14 @@ def make_tape_class(session: Session):
             if self._tracked() and session.state_of(self) is not None:
                 frame = session.user_frame(sys._getframe(1))
                 session.scan_names(frame)
-                session.close_tape(self, frame)
+                _quietly(session, "could not follow this tape", session.close_tape, self, frame)
             return result
 
         def watch(self, tensor):
             super().watch(tensor)
             if self._tracked():
-                session.watch(self, tensor, session.user_frame(sys._getframe(1)))
+                _quietly(session, "could not follow tape.watch", session.watch, self, tensor,
+                         session.user_frame(sys._getframe(1)))
 
         @contextlib.contextmanager
         def stop_recording(self):
@@ -71,11 +76,9 @@ def make_tape_class(session: Session):
 
         def reset(self):
             super().reset()
-            state = session.state_of(self)
-            if state is not None:
-                state.ids.clear()
-                state.held.clear()
-                state.edges.clear()
+            if self._tracked():
+                _quietly(session, "could not follow tape.reset", session.reset_tape, self,
+                         session.user_frame(sys._getframe(1)))
 
         def gradient(self, target, sources, output_gradients=None,
                      unconnected_gradients=tf.UnconnectedGradients.NONE):
@@ -84,15 +87,20 @@ def make_tape_class(session: Session):
                 return super().gradient(target, sources, output_gradients,
                                         unconnected_gradients)
             frame = session.user_frame(sys._getframe(1))
-            call = self._begin_call("gradient", target, sources, frame)
+            call = _quietly(session, "could not follow this gradient call", self._begin_call,
+                            "gradient", target, sources, frame)
+            if call is None:
+                return super().gradient(target, sources, output_gradients,
+                                        unconnected_gradients)
             flat_sources = nest.flatten(sources)
             # Ask TensorFlow for d target / d t of the tensors between sources and target in the
             # same call: the backward pass computes them anyway, so the user's results and the
             # ops it runs are unchanged, and nothing extra is recorded on any tape.
             flow_ids = []
             if self._tape is not None:
-                flow_ids = session.between(state, self._flat_ids(target),
-                                           self._flat_ids(flat_sources))
+                flow_ids = _quietly(session, "could not find the gradient flow", session.between,
+                                    state, self._flat_ids(target),
+                                    self._flat_ids(flat_sources)) or []
             flow_tensors = [state.held[i] for i in flow_ids]
             first = session.next_op
             session.grad_depth += 1
@@ -110,8 +118,9 @@ def make_tape_class(session: Session):
             grads, flow_grads = both
             session.quiet += 1
             try:
-                session.finish_call(state, call, flat_sources, nest.flatten(grads), flow_ids,
-                                    flow_grads, first)
+                _quietly(session, "could not describe this gradient call", session.finish_call,
+                         state, call, flat_sources, nest.flatten(grads), flow_ids, flow_grads,
+                         first)
             finally:
                 session.quiet -= 1
             return grads
@@ -138,9 +147,13 @@ def make_tape_class(session: Session):
             if not self._tracked() or state is None:
                 return method(target, sources, **kwargs)
             frame = session.user_frame(sys._getframe(2))
-            call = self._begin_call(kind, target, sources, frame)
-            flow_ids = session.between(state, self._flat_ids(target),
-                                       self._flat_ids(nest.flatten(sources))) \
+            call = _quietly(session, f"could not follow this {kind} call", self._begin_call,
+                            kind, target, sources, frame)
+            if call is None:
+                return method(target, sources, **kwargs)
+            flow_ids = (_quietly(session, "could not find the gradient flow", session.between,
+                                 state, self._flat_ids(target),
+                                 self._flat_ids(nest.flatten(sources))) or []) \
                 if self._tape is not None else []
             first = session.next_op
             session.grad_depth += 1
@@ -173,8 +186,8 @@ def make_tape_class(session: Session):
             flat_results = nest.flatten(result)
             session.quiet += 1
             try:
-                session.finish_call(state, call, flat_sources, flat_results, flow_ids,
-                                    flow_grads, first)
+                _quietly(session, f"could not describe this {kind} call", session.finish_call,
+                         state, call, flat_sources, flat_results, flow_ids, flow_grads, first)
             finally:
                 session.quiet -= 1
             return result
@@ -209,6 +222,46 @@ def make_tape_class(session: Session):
     return GradientTape
 
 
+def _quietly(session, what, fn, *args):
+    """Run one piece of tapeviz's bookkeeping; its failure becomes a warning, never the
+    program's exception."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        session.fault(what, e)
+        return None
+
+
+@contextlib.contextmanager
+def adopt_tapes(session: Session, tape_class):
+    """While the program runs, a plain tf.GradientTape that the program itself enters,
+    whatever alias made it (tf.compat.v1.GradientTape, tensorflow.python.eager.backprop,
+    a name kept from before the run), becomes the run's instrumented tape class.
+
+    The instrumented class is a subclass without state of its own, so switching the
+    instance's class changes nothing TensorFlow computes. Tapes that libraries (Keras's
+    fit) enter are left alone: only those entered from the program's own file."""
+    real = tf.GradientTape
+    original = real.__dict__["__enter__"]
+
+    def __enter__(self):
+        if type(self) is real and sys._getframe(1).f_code.co_filename == session.filename:
+            try:
+                self.__class__ = tape_class
+            except TypeError as e:
+                session.fault("could not instrument this GradientTape; it runs unrecorded", e,
+                              sys._getframe(1).f_lineno)
+            else:
+                return self.__enter__()
+        return original(self)
+
+    real.__enter__ = __enter__
+    try:
+        yield
+    finally:
+        real.__enter__ = original
+
+
 def _is_tensorlike(x) -> bool:
     return isinstance(x, EagerTensor) or isinstance(getattr(x, "handle", None), EagerTensor)
 
@@ -234,8 +287,8 @@ def make_import(tape_class):
     """An __import__ for the user's globals: `tensorflow` comes with the instrumented tape.
 
     Only the user's program sees it; sys.modules and every library keep the real module."""
-    autodiff = _Overlay(tf.autodiff, {"GradientTape": tape_class})
-    overlay = _Overlay(tf, {"GradientTape": tape_class, "autodiff": autodiff})
+    overlays: dict = {}
+    overlay = _overlay_of(tf, tape_class, overlays)
     real_import = builtins.__import__
 
     def tapeviz_import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -243,8 +296,37 @@ def make_import(tape_class):
         if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")):
             if name == "tensorflow" or not fromlist:
                 return overlay           # `import tensorflow.x as y` walks attributes from here
-            if name == "tensorflow.autodiff":
-                return autodiff
+            # `from tensorflow.compat import v1`, `from tensorflow.compat.v1 import ...`
+            return overlays.get(id(module), module)
         return module
 
     return tapeviz_import
+
+
+# Submodules through which a program reaches the tape class: tf.autodiff, tf.compat.v1/v2
+_TAPE_PATHS = ("autodiff", "compat", "v1", "v2")
+
+
+def _overlay_of(module, tape_class, made: dict, depth: int = 0):
+    """`module`, or an overlay of it whose GradientTape (and whose submodules' ones, along
+    _TAPE_PATHS) is the instrumented class. `made` maps id(real module) -> what it became."""
+    key = id(module)
+    if key in made:
+        return made[key]
+    made[key] = module                       # a cycle (compat.v2.compat) ends here
+    overrides = {}
+    if getattr(module, "GradientTape", None) is tf.GradientTape:
+        overrides["GradientTape"] = tape_class
+    if depth < 3:
+        for name in _TAPE_PATHS:
+            try:
+                sub = getattr(module, name, None)
+            except Exception:                 # a lazy module that fails to load
+                continue
+            if isinstance(sub, types.ModuleType):
+                wrapped = _overlay_of(sub, tape_class, made, depth + 1)
+                if wrapped is not sub:
+                    overrides[name] = wrapped
+    if overrides:
+        made[key] = _Overlay(module, overrides)
+    return made[key]

@@ -5,6 +5,7 @@ may run; they import no TensorFlow, so they are tested on plain arrays.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -12,7 +13,16 @@ import numpy as np
 from ..recording import Stats, encode_float
 
 
+# dtypes that have no numbers to summarise: recorded with dtype, shape and a preview only
+NON_NUMERIC_DTYPES = frozenset({"string", "variant", "resource"})
+PREVIEW_CHARS = 80                # a string tensor's preview, and each string value kept
+
+
 def stats(a: np.ndarray) -> Optional[Stats]:
+    """min, max, mean, std (accumulated in float64) of the finite values, and counts of
+    NaN and Inf. Never returns a non-finite number: overflow is written as "inf"."""
+    if not isinstance(a, (np.ndarray, np.generic)):
+        return None                        # e.g. a scalar string's bytes
     if a.dtype.kind not in "fciub" or a.dtype == object:
         if a.dtype.name == "bfloat16" or a.dtype.name.startswith("float8"):
             a = a.astype(np.float32)
@@ -22,7 +32,7 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         return Stats(None, None, None, None)
     if a.dtype.kind == "c":
         a = np.abs(a)
-    elif a.dtype.kind in "iub":
+    elif a.dtype.kind == "b":
         a = a.astype(np.float64)
     if a.size == 1:                        # most tensors of a small program: skip NumPy's reductions
         v = float(a.reshape(()))
@@ -33,21 +43,62 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         return Stats(v, v, v, 0.0)
     nan = inf = 0
     flat = a.reshape(-1)
-    total = float(np.add.reduce(flat, dtype=np.float64))
-    if not np.isfinite(total):             # NaN and Inf propagate into the sum
+    lo, hi = float(flat.min()), float(flat.max())   # NaN and Inf show up here
+    if flat.dtype.kind == "f" and not (math.isfinite(lo) and math.isfinite(hi)):
         nan = int(np.count_nonzero(np.isnan(flat)))
         inf = int(np.count_nonzero(np.isinf(flat)))
         flat = flat[np.isfinite(flat)]
         if flat.size == 0:
             return Stats(None, None, None, None, nan, inf)
-        total = float(np.add.reduce(flat, dtype=np.float64))
+        lo, hi = float(flat.min()), float(flat.max())
     n = flat.size
-    mean = total / n
-    # One pass for the spread: E[x^2] - mean^2 in float64 (a dot product, no temporaries).
-    f64 = flat if flat.dtype == np.float64 or n > 4096 else flat.astype(np.float64)
-    square = float(np.dot(f64, f64)) / n
-    std = float(np.sqrt(max(square - mean * mean, 0.0)))
-    return Stats(float(flat.min()), float(flat.max()), mean, std, nan, inf)
+    scale = max(abs(lo), abs(hi))
+    if scale > 1e150:
+        # sums of squares would overflow float64: the same facts on a scaled copy (rare)
+        with np.errstate(all="ignore"):
+            scaled = flat / scale
+            mean = float(np.mean(scaled, dtype=np.float64)) * scale
+            std = float(np.std(scaled, dtype=np.float64)) * scale
+        return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
+    mean = float(np.add.reduce(flat, dtype=np.float64)) / n
+    # One pass for the spread, E[x^2] - mean^2, accumulated in float64: small arrays are
+    # copied to float64 for a dot product; big ones go through einsum, which casts in
+    # small buffers (no float64 copy of the whole tensor; float32 BLAS loses the spread).
+    if n <= 4096 or flat.dtype == np.float64:
+        f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
+        square = float(np.dot(f64, f64)) / n
+    else:
+        square = float(np.einsum("i,i->", flat, flat, dtype=np.float64)) / n
+    var = square - mean * mean
+    if var < 1e-8 * square:
+        # The one-pass form cancels for values far from zero (1000 + 0.01 * noise):
+        # two passes, still in float64
+        var = float(np.var(flat, dtype=np.float64))
+    return Stats(lo, hi, mean, float(np.sqrt(max(var, 0.0))), nan, inf)
+
+
+def preview(a) -> str:
+    """A short text of a string tensor's value(s), for the recording's `preview`."""
+    if isinstance(a, np.ndarray) and a.ndim:
+        items = a.reshape(-1)[:8]
+        text = "[" + ", ".join(_text(x) for x in items) + (", ...]" if a.size > 8 else "]")
+    else:
+        text = _text(a.reshape(()).item() if isinstance(a, np.ndarray) else a)
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "\u2026"
+
+
+def _text(x) -> str:
+    s = x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+    return repr(s if len(s) <= PREVIEW_CHARS else s[:PREVIEW_CHARS] + "\u2026")
+
+
+def string_value(a):
+    """Nested lists of str (each cut to PREVIEW_CHARS) for a small string tensor."""
+    if not isinstance(a, np.ndarray):
+        s = a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a)
+        return s if len(s) <= PREVIEW_CHARS else s[:PREVIEW_CHARS] + "\u2026"
+    return np.vectorize(string_value, otypes=[object])(a).tolist() if a.ndim \
+        else string_value(a.reshape(()).item())
 
 
 def plain_value(a: np.ndarray, finite: bool = False):

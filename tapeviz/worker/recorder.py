@@ -23,7 +23,8 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from .instrumented import make_import, make_tape_class  # noqa: E402
+from . import exits  # noqa: E402
+from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
 from .window import TapeWindow  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
@@ -148,14 +149,16 @@ def _time_limit(seconds: Optional[float]):
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
-           tapes: Optional[tuple] = None) -> Recording:
+           tapes: Optional[tuple] = None, emit=None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
     reported in `Recording.error`, with everything recorded up to that point. `namespace`,
     if given, receives the program's globals (tests compare them with a plain run).
     `program` ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would (program.py);
-    `tapes` (A, B) records only those top-level tapes (window.py)."""
+    `tapes` (A, B) records only those top-level tapes (window.py). `emit`, if given (the
+    worker's channel), receives printed output as it is written and, should the program
+    call os._exit, the recording so far (see exits.py)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -171,7 +174,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                               time.perf_counter() - started)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     user_builtins = dict(builtins.__dict__)
-    user_builtins["__import__"] = make_import(make_tape_class(session))
+    tape_class = make_tape_class(session)
+    user_builtins["__import__"] = make_import(tape_class)
     env = ProgramEnv(program, session.files, user_builtins)
     namespace = env.namespace(namespace)
     namespace.update({"__name__": "__main__", "__file__": filename,
@@ -181,10 +185,12 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     window.open()
     timer = None
     try:
-        with contextlib.redirect_stdout(out), _time_limit(timeout) as timer, env, \
-                tf.variable_creator_scope(session.on_variable):
+        with exits.streamed(out, emit) as stdout, contextlib.redirect_stdout(stdout), \
+                exits.answer_os_exit(emit and exits.send_recording_on_exit(
+                    session, stdout, started, emit)), _time_limit(timeout) as timer, env, \
+                tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class):
             exec(code, namespace)
-    except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
+    except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             error = None

@@ -81,12 +81,29 @@ class OpsAndTapes:
         scope = context.context().scope_name.rstrip("/") or None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
+        elif op_type == "PrintV2":
+            self.print_to_stdout(attrs, inputs)
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
                 self.grad_call if phase == BACKWARD else None, file=self.here)
         self.append_op(op)
         self.last_time = time.perf_counter()
         return None
+
+    def print_to_stdout(self, attrs, inputs) -> None:
+        """tf.print(..., output_stream=sys.stdout) prints from C++ to file descriptor 1, which
+        a worker keeps for its messages (pointed at stderr): the program's stdout, which
+        the recording keeps, gets the same text, in order with Python's prints."""
+        try:
+            named = dict(zip(attrs[::2], attrs[1::2]))
+            stream, end = named.get("output_stream"), named.get("end", "\n")
+            stream = stream.decode() if isinstance(stream, bytes) else stream
+            if stream != "stdout" or not inputs:
+                return
+            end = end.decode() if isinstance(end, bytes) else end
+            sys.stdout.write(inputs[0].numpy().decode("utf-8", "replace") + end)
+        except Exception as e:
+            self.fault("could not copy a tf.print to the recorded output", e)
 
     def fast_path_reads(self, wrapper, inputs, line) -> None:
         """Make visible the variable reads that TF's C++ fast path did without a callback.
@@ -220,6 +237,31 @@ class OpsAndTapes:
         self.resume_span(state)
         return state
 
+    def traced_tape(self, tape, frame) -> None:
+        """A tape entered while a tf.function is traced: TensorFlow records it into the
+        function's graph, so its ops run inside the function's one op. Listed (once per
+        trace) with the function's name and the line that called it."""
+        if tape.__dict__.get("_tapeviz_traced"):
+            return
+        tape.__dict__["_tapeviz_traced"] = True
+        function = None
+        while frame is not None and frame.f_code.co_filename != self.filename:
+            name = frame.f_code.co_name
+            if function is None and name.startswith("tf__"):   # autograph's converted code
+                function = name[len("tf__"):]
+            frame = frame.f_back
+        if function is None and frame is not None and frame.f_code.co_name != "<module>":
+            function = frame.f_code.co_name      # traced without autograph
+            frame = frame.f_back
+            while frame is not None and frame.f_code.co_filename != self.filename:
+                frame = frame.f_back
+        rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None,
+                   tape._persistent, tape._watch_accessed_variables, None)
+        rec.function = function or "a tf.function"
+        self.tapes.append(rec)
+        if len(self.tapes) > self.max_tapes:
+            self.drop_oldest_tape()
+
     def drop_oldest_tape(self) -> None:
         """Bound memory in long loops: forget the oldest tape no `with` block holds open."""
         active = {state.rec.id for state in self.active}
@@ -246,6 +288,24 @@ class OpsAndTapes:
     def resume_span(self, state) -> None:
         if state.span_start is None:
             state.span_start = self.next_op
+
+    def reset_tape(self, tape, frame) -> None:
+        """tape.reset(): TensorFlow drops what the tape recorded and, inside its block,
+        records afresh. The recording keeps what was dropped in `resets`, and a new span."""
+        state = self.state_of(tape)
+        if state is None:
+            return
+        recording = state.span_start is not None
+        self.pause_span(state)
+        rec = state.rec
+        rec.resets.append({"line": frame.f_lineno if frame else None, "op": self.next_op,
+                           "ops": rec.ops, "watched": rec.watched})
+        rec.ops, rec.watched = [], []
+        state.ids.clear()
+        state.held.clear()
+        state.edges.clear()
+        if recording:
+            self.resume_span(state)
 
     def watch(self, tape, tensors, frame) -> None:
         state = self.state_of(tape)

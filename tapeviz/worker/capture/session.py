@@ -5,6 +5,7 @@ gradient calls and alerts), and the finished Recording.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import time
 from collections import deque
@@ -17,6 +18,7 @@ from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
 
 DEFAULT_MAX_OPS = 20_000          # newest ops kept; a 10k-op train step fits whole
+_NAMES_TAPE = re.compile(r"\bGradientTape\b")
 
 
 class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
@@ -78,6 +80,11 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.compact()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]
+        if not self.tapes and _NAMES_TAPE.search(self.source) and error is None:
+            self.warnings.append({"line": None, "message": (
+                "the program names GradientTape but tapeviz recorded no tape: a tape used "
+                "inside a tf.function is traced into a graph rather than run eagerly, and a "
+                "tape the program never enters with `with` is not followed")})
         dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))
                    if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),

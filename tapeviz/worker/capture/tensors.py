@@ -35,6 +35,12 @@ class TensorsAndNames:
 
     def scan_namespace(self, namespace: dict) -> None:
         """Name the tensors and variables bound in `namespace` (first binding wins)."""
+        try:
+            self._scan_namespace(namespace)
+        except Exception as e:        # a name is only a label: never fail the program for it
+            self.fault("could not read the program's variable names", e)
+
+    def _scan_namespace(self, namespace: dict) -> None:
         for name, value in list(namespace.items()):
             if name.startswith("__"):
                 continue
@@ -46,9 +52,9 @@ class TensorsAndNames:
 
     def _name_one(self, name, value):
         if isinstance(value, EagerTensor):
-            rid = self.tid.get(value._id)
-            if rid is not None and self.tensors[rid].name is None:
-                self.tensors[rid].name = name
+            rec = self.tensors.get(self.tid.get(value._id))
+            if rec is not None and rec.name is None:
+                rec.name = name
         elif isinstance(value, tf.Variable) or type(value).__name__ == "Variable":
             try:
                 handle = value.handle
@@ -56,9 +62,9 @@ class TensorsAndNames:
                 return
             if isinstance(handle, EagerTensor):
                 self.handle_names.setdefault(handle._id, name)
-                rid = self.tid.get(handle._id)
-                if rid is not None:
-                    self.tensors[rid].name = self.handle_names[handle._id]
+                rec = self.tensors.get(self.tid.get(handle._id))
+                if rec is not None:
+                    rec.name = self.handle_names[handle._id]
 
     # -- tensors ---------------------------------------------------------------------------
 
@@ -83,13 +89,42 @@ class TensorsAndNames:
         return rid
 
     def describe(self, rec: Tensor, t) -> None:
+        if rec.dtype in numerics.NON_NUMERIC_DTYPES:
+            self.describe_non_numeric(rec, t)
+            return
         try:
             a = t._numpy_internal()   # a view, no copy: read here and let go
         except Exception:
             return
-        rec.stats = stats = numerics.stats(a)
-        if a.size <= SMALL_VALUE:
-            rec.value = numerics.plain_value(a, stats is not None and not (stats.nan or stats.inf))
+        try:
+            rec.stats = stats = numerics.stats(a)
+            if a.size <= SMALL_VALUE:
+                rec.value = numerics.plain_value(a, stats is not None and not (stats.nan or stats.inf))
+        except Exception as e:        # tapeviz's fault, never the program's: say so, run on
+            rec.stats = rec.value = None
+            self.fault(f"could not describe this {rec.dtype} tensor", e, rec.line, rec)
+
+    def describe_non_numeric(self, rec: Tensor, t) -> None:
+        """Strings, variants, resources: dtype and shape, a short preview for strings."""
+        if rec.dtype != "string":
+            return
+        try:
+            a = t._numpy_internal()   # an object array of bytes; a scalar may come as bytes
+            rec.preview = numerics.preview(a)
+            if getattr(a, "size", 1) <= SMALL_VALUE:
+                rec.value = numerics.string_value(a)
+        except Exception as e:
+            self.fault("could not read this string tensor", e, rec.line, rec)
+
+    def fault(self, what: str, exc: BaseException, line=None, rec=None) -> None:
+        """Record tapeviz's own failure as a warning (on the tensor too, when there is one)
+        so that the program runs on exactly as it would plainly."""
+        message = f"tapeviz {what} ({type(exc).__name__}: {exc})"[:300]
+        if rec is not None:
+            rec.warning = message
+        if len(self.warnings) < 50 and not any(w.get("message") == message
+                                               for w in self.warnings[-10:]):
+            self.warnings.append({"line": line, "message": message})
 
     def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
