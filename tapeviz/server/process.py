@@ -184,6 +184,8 @@ def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:
             env["TAPEVIZ_MNIST_DIR"] = os.environ["TAPEVIZ_MNIST_DIR"]
     else:
         env = dict(os.environ)
+    if env.get("TAPEVIZ_MNIST_DIR") and not sandboxed:   # workers run in their own temp dir
+        env["TAPEVIZ_MNIST_DIR"] = os.path.abspath(os.path.expanduser(env["TAPEVIZ_MNIST_DIR"]))
     env["PYTHONPATH"] = sandbox.SANDBOX_PACKAGE_ROOT if sandboxed else str(PACKAGE_ROOT)
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["PYTHONUNBUFFERED"] = "1"

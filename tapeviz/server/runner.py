@@ -17,6 +17,7 @@ from .training_job import TrainingJob
 
 READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this long to import TF
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
+FINISH_S = 120.0             # once the program stopped: building and sending a large recording
 log = logging.getLogger("tapeviz.runner")
 
 __all__ = ["Config", "Limits", "Runner", "TrainingJob", "error_recording"]
@@ -149,30 +150,36 @@ class Runner:
 
     # -- jobs ---------------------------------------------------------------------------------
     def record(self, source: str, filename: str = "program.py",
-               timeout: Optional[float] = None, on_wait=None, owner=None) -> dict:
+               timeout: Optional[float] = None, on_wait=None, owner=None,
+               on_phase=None) -> dict:
         """Run a program in a worker and return its recording as a plain dict.
 
         Never raises for a fault of the program or the worker: those come back in `error`.
         `on_wait(place)` is called while the run waits in the queue, each time its place
-        changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it."""
+        changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it. `on_phase(name)`
+        says what the run waits for next: "starting" (a worker importing TensorFlow),
+        "running" (the program), "finishing" (the worker builds and sends the recording)."""
         job = self._register(owner)
         try:
             if not self._runs.acquire(on_wait, job.cancelled):
                 return _cancelled(source)
             try:
-                return self._record(job, source, filename, timeout)
+                return self._record(job, source, filename, timeout, on_phase or _ignore)
             finally:
                 self._runs.release()
         finally:
             self._unregister(job)
 
-    def _record(self, job: Job, source: str, filename: str, timeout: Optional[float]) -> dict:
+    def _record(self, job: Job, source: str, filename: str, timeout: Optional[float],
+                on_phase) -> dict:
         limits = self.config.limits
         timeout = limits.timeout_s if timeout is None else timeout
         worker = job.worker = self._take()
         try:
             if job.cancelled.is_set():
                 return _cancelled(source)
+            if not worker.ready.is_set():
+                on_phase("starting")
             if not worker.ready.wait(READY_TIMEOUT_S) and worker.proc.poll() is None:
                 return error_recording(source, "WorkerError",
                                        "the worker did not start in time (the machine is busy)")
@@ -187,7 +194,11 @@ class Runner:
                              "max_stdout": limits.max_stdout, "limits": limits.rlimits()})
             except OSError:
                 pass                 # it died: the reader reports the exit
+            on_phase("running")
             message = worker.next_message(timeout + GRACE_S)
+            if message is not None and message.get("type") == "stopped":
+                on_phase("finishing")    # the time limit was kept; a big recording takes a while
+                message = worker.next_message(FINISH_S)
             if job.cancelled.is_set():
                 return _cancelled(source)
             if message is None:
@@ -234,8 +245,12 @@ class Runner:
             raise
 
 
+def _ignore(*args) -> None:
+    pass
+
+
 def _cancelled(source: str) -> dict:
-    return error_recording(source, "Cancelled", "the run was cancelled (its session ended)")
+    return error_recording(source, "Cancelled", "the run was cancelled before it finished")
 
 
 def _looks_like_recording(rec) -> bool:

@@ -24,6 +24,7 @@ from tensorflow.python.framework import op_callbacks  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
+from .datasets import mnist_served  # noqa: E402
 from .instrumented import make_import, make_tape_class  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
@@ -92,9 +93,9 @@ def _error(session: Session, exc: BaseException, filename: str, timeout: float) 
     else:
         line = _user_line(exc.__traceback__, filename)
         message = _plain_message(str(exc)) or type(exc).__name__
-        err = Error(type(exc).__name__, message, line)
+        err = Error(type(exc).__name__, message + explain.did_you_mean(exc), line)
     text = lines[err.line - 1] if err.line and 0 < err.line <= len(lines) else ""
-    err.hint = explain.error_hint(err.type, err.message, text)
+    err.hint = explain.error_hint(err.type, err.message, text, source=session.source)
     return err
 
 
@@ -132,12 +133,14 @@ def _time_limit(seconds: Optional[float]):
 
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
-           namespace: Optional[dict] = None) -> Recording:
+           namespace: Optional[dict] = None, on_stopped=None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
     reported in `Recording.error`, with everything recorded up to that point. `namespace`,
-    if given, receives the program's globals (tests compare them with a plain run)."""
+    if given, receives the program's globals (tests compare them with a plain run).
+    `on_stopped()` is called when the program has stopped and the recording is being built
+    (the runner then knows the time limit was kept and waits for a large recording)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -162,7 +165,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     op_callbacks.add_op_callback(callback)
     try:
         with contextlib.redirect_stdout(out), _time_limit(timeout), \
-                tf.variable_creator_scope(session.on_variable):
+                tf.variable_creator_scope(session.on_variable), mnist_served(session):
             exec(code, namespace)
     except (Exception, Timeout, KeyboardInterrupt, SystemExit) as exc:
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
@@ -172,6 +175,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     finally:
         op_callbacks.remove_op_callback(callback)
         linecache.cache.pop(filename, None)
+        if on_stopped is not None:
+            on_stopped()
     session.quiet += 1
     try:
         session.scan_namespace(namespace)      # names bound by the program's last lines

@@ -120,7 +120,8 @@ def main(argv=None) -> int:
         rec = recorder.record(job["source"], filename=job.get("filename", "program.py"),
                               timeout=job.get("timeout"),
                               max_ops=job.get("max_ops", recorder.DEFAULT_MAX_OPS),
-                              max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT))
+                              max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT),
+                              on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
             os._exit(0)
         channel.send({"type": "recording", "recording": rec.to_dict(), "usage": usage()})
