@@ -249,7 +249,11 @@ TORCH_HINT = ("tapeviz runs TensorFlow 2 only, so PyTorch is not installed here.
               "`torch.tensor` is `tf.constant`, `nn.Linear` is `tf.keras.layers.Dense`, and "
               "`optimizer.step()` is `optimizer.apply_gradients(zip(grads, variables))`.")
 
-_LOOPS_OVER_DATA = re.compile(r"for\b[^\n]*\bin\b[^\n]*(dataset|Dataset|enumerate\()")
+_FOR_LOOP = re.compile(r"^\s*for\b.+\bin\b", re.M)
+
+
+def _loops_over_data(source: str) -> bool:
+    return bool(_FOR_LOOP.search(source)) and ("tf.data" in source or "dataset" in source.lower())
 
 
 def did_you_mean(exc: BaseException) -> str:
@@ -288,7 +292,7 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
         return (f"tf.matmul(a, b) needs a's last dimension to equal b's first: here a is "
                 f"[{', '.join(a)}] and b is [{', '.join(b)}] ({a[-1]} != {b[0]}). Transpose one "
                 f"(tf.transpose, or transpose_b=True) or reshape so the inner dimensions match.")
-    if error_type == "Timeout" and _LOOPS_OVER_DATA.search(source):
+    if error_type == "Timeout" and _loops_over_data(source):
         return ("The program was stopped at its time limit in the middle of a loop over its "
                 "data; what it printed and the steps recorded until then are kept. Every op "
                 "of every step is recorded here, so a whole epoch takes minutes. Record a few "

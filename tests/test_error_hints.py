@@ -1,0 +1,53 @@
+"""Error hints from the recorder: Python's own name suggestion kept, PyTorch imports, and
+a loop over a dataset stopped at its time limit."""
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from tapeviz import explain  # noqa: E402
+from tapeviz.worker import recorder  # noqa: E402
+
+
+def python_says(source: str) -> str:
+    """The reference: the last line of Python's own traceback for the program run plainly."""
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_name_error_keeps_pythons_did_you_mean():
+    program = "dy_dx = 3.0\nprint(dy_dz)\n"
+    rec = recorder.record(program)
+    assert rec.error.type == "NameError" and rec.error.line == 2
+    reference = python_says(program)
+    assert reference.endswith("Did you mean: 'dy_dx'?")
+    assert rec.error.message.endswith("Did you mean: 'dy_dx'?")
+    assert "`dy_dx`" in rec.error.hint
+
+
+def test_name_error_without_a_close_name_has_no_suggestion():
+    rec = recorder.record("print(zzz_unknown)\n")
+    assert "Did you mean" not in python_says("print(zzz_unknown)\n")
+    assert "Did you mean" not in rec.error.message
+
+
+def test_import_torch_gets_the_tape_version():
+    rec = recorder.record("import torch\nx = torch.tensor(1.0)\n")
+    assert rec.error.type == "ModuleNotFoundError" and rec.error.line == 1
+    assert rec.error.hint == explain.TORCH_HINT
+
+
+def test_timeout_in_a_loop_over_a_dataset_suggests_take():
+    program = ("import tensorflow as tf\nds = tf.data.Dataset.range(10**9)\n"
+               "for x in ds:\n    y = x * 2\n")
+    rec = recorder.record(program, timeout=2)
+    assert rec.error.type == "Timeout"
+    assert "dataset.take(3)" in rec.error.hint
+    assert rec.ops, "the steps before the stop are kept"
+
+
+def test_timeout_elsewhere_keeps_the_general_hint():
+    rec = recorder.record("while True:\n    pass\n", timeout=1)
+    assert rec.error.type == "Timeout" and "take(" not in rec.error.hint
