@@ -308,3 +308,16 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
     if error_type == "SyntaxError":
         return "Python could not parse the program: check the line shown for a typo."
     return None
+
+
+def no_graph_note(error_type: Optional[str], tensors: int) -> str:
+    """Why a recording has no op to draw, without contradicting its error."""
+    if error_type in ("WorkerCrash", "WorkerError", "RunnerError", "Cancelled"):
+        return "Nothing was recorded, so there is no graph: see the message above."
+    if error_type is not None:
+        return "The program stopped before any TensorFlow op ran, so there is no graph."
+    if tensors:
+        return ("The program only made tensors (a tf.constant or tf.Variable by itself runs "
+                "no op), so there is no graph yet: an op such as `x * 2`, `tf.matmul` or "
+                "`tape.gradient` draws one.")
+    return "This program ran no TensorFlow op, so there is no graph to draw."

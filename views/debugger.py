@@ -1,12 +1,15 @@
 """The tape debugger: pick or write a TensorFlow program, run it in a worker, and see what
 the tape recorded, how the gradient flowed, and where a NaN first appeared."""
 import json
+import uuid
+from functools import partial
 
 import streamlit as st
 
-from tapeviz import examples
+from tapeviz import examples, explain
 from tapeviz.draw import figures, graph
-from tapeviz.page import session, share, view
+from tapeviz.page import editor, session, share, view
+from tapeviz.page.run_job import RunJob
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.
@@ -16,15 +19,27 @@ st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}
 .stTextArea textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}
-.block-container {padding-top: 3.5rem; max-width: 100%;}
+.block-container {padding-top: 3.2rem; padding-bottom: 1rem; max-width: 100%;}
 </style>""")
+if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
+    st.html("<style>html {font-size: 125%;}</style>")
 
 
 # -- callbacks (they run before the script, so they may set widget state) -----------------
 def load_example():
     if st.session_state.get("example"):
-        st.session_state.source = examples.load(st.session_state.example).source
+        st.session_state.source = editor.example_code(st.session_state.example)
         st.session_state.pending = True
+
+
+def cancel_run():
+    """End the worker at once; the page keeps the last drawn recording."""
+    job = st.session_state.pop("job", None)
+    if job is not None:
+        job.cancelled = True
+        session.runner().cancel(st.session_state.owner)
+        st.session_state.run_status = ("Cancelled after %.1f s: the worker was stopped." % job.elapsed(),
+                                       "error")
 
 
 def focus_on(tensor_id, op_id):
@@ -60,24 +75,39 @@ def start_from_url():
             st.session_state.url_problem = f"The shared link's code could not be read: {exc}."
     if name and name not in examples.names():
         st.session_state.url_problem = f"There is no example called “{name}”; pick one from the list."
-    st.session_state.setdefault("source", examples.load(examples.names()[0]).source)
+    st.session_state.setdefault("source", editor.example_code(examples.names()[0]))
 
 
-def run(source, where):
-    with where.status("Running in a worker process…") as status:
-        def on_wait(place):
-            status.update(label=f"Queued: the server is busy; your run is number {place} in line. "
-                                "It starts as soon as a worker is free…")
-        recorded = session.run(source, on_wait)
-        try:
-            rec = Recording.from_dict(recorded)
-        except (ValueError, TypeError, KeyError) as exc:
-            rec = Recording(source=source)
-            st.session_state.url_problem = f"The worker sent back something unreadable: {exc}"
-        failed = rec.error is not None
-        status.update(label=("Finished with an error" if failed else "Finished")
-                      + (f" in {rec.duration_s:.2f} s" if rec.duration_s else ""),
-                      state="error" if failed else "complete")
+def start_run(source):
+    """Hand the program to a worker in a thread; the page polls it (`wait_for`)."""
+    old = st.session_state.pop("job", None)
+    if old is not None and not old.done.is_set():
+        session.runner().cancel(st.session_state.owner)
+    st.session_state.job = RunJob(source, partial(session.run, owner=st.session_state.owner,
+                                                  pool=session.runner()))
+
+
+def wait_for(job, where):
+    """Poll the run, saying what it waits for; each update lets a Cancel click in."""
+    with where.container():
+        box = st.status(job.label(), state="running")
+        st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
+                  help="Stop the worker now; the page keeps what it showed before.")
+    while not job.done.wait(0.3):
+        box.update(label=job.label())
+    st.session_state.pop("job", None)
+    if not job.cancelled:
+        run(job.source, job.result)
+        st.session_state.drawing = job
+    st.rerun()
+
+
+def run(source, recorded):
+    try:
+        rec = Recording.from_dict(recorded)
+    except (ValueError, TypeError, KeyError) as exc:
+        rec = Recording(source=source)
+        st.session_state.url_problem = f"The worker sent back something unreadable: {exc}"
     for key in [*VIEW_KEYS, *[k for k in st.session_state if str(k).startswith("step:")]]:
         st.session_state.pop(key, None)
     st.session_state.update(rec=rec, rec_dict=recorded, run_id=st.session_state.get("run_id", 0) + 1,
@@ -88,7 +118,7 @@ def run(source, where):
         st.session_state.call = wanted["call"]
     # The address bar names what ran, so a reload or a copied URL gives the same page.
     name = st.session_state.get("example")
-    if name and source == examples.load(name).source:
+    if name and source == editor.example_code(name):
         st.query_params.from_dict({"example": name})
     elif st.query_params.get("code") != share.encode(source):
         st.query_params.clear()
@@ -205,37 +235,76 @@ def show_inspector(rec, G, flow):
             code.markdown(f"**made by** {d.producer}")
         if d.consumers:
             code.markdown("**used by** " + "; ".join(d.consumers))
+        st.session_state.pick_line = d.line     # marked in the editor too
         if d.line:
             code.markdown(f"**line {d.line}** of the program:")
             code.markdown(view.code_html(rec.source, d.line), unsafe_allow_html=True)
 
 
 # -- the page -----------------------------------------------------------------------------
+st.session_state.setdefault("owner", uuid.uuid4().hex)    # whose runs Cancel ends
 if "source" not in st.session_state:
     start_from_url()
+kind, text = editor.event()
+if text is not None:
+    st.session_state.source = text
+if kind == "submit":
+    st.session_state.pending = True
+if st.session_state.pop("pending", False):
+    start_run(st.session_state.source)
 
-st.markdown("## Tape debugger")
+head, big, flip = st.columns([6, 1.3, 1.3], vertical_alignment="bottom")
+head.markdown("#### Tape debugger")
+big.toggle("Large text", key="large_text", help="For a projector: bigger letters everywhere.")
+flip.toggle("Graph first", key="graph_first", help="Put the graph on the left, wider, and the code beside it.")
 top = st.container()
-left, right = st.columns([5, 7], gap="large")
+if st.session_state.get("graph_first"):
+    right, left = st.columns([7, 4], gap="medium")
+else:
+    left, right = st.columns([5, 7], gap="medium")
 
 with left:
     st.selectbox("Example", examples.names(), key="example", index=None, on_change=load_example,
-                 format_func=lambda n: examples.load(n).title, placeholder="Pick an example program…")
+                 format_func=lambda n: examples.load(n).title, placeholder="Pick an example program…",
+                 label_visibility="collapsed")
     if st.session_state.get("example"):
-        st.info(view.plain(examples.load(st.session_state.example).explanation))
-    with st.form("editor", border=False):
-        st.text_area("Program", key="source", height=460, label_visibility="collapsed")
-        clicked = st.form_submit_button("▶  Run   (Ctrl+Enter)", type="primary")
-    status_area = st.container()
-    if clicked or st.session_state.pop("pending", False):
-        run(st.session_state.source, status_area)
+        st.caption(view.plain(examples.load(st.session_state.example).explanation))
+    editor_slot = st.container()
+    status_area = st.empty()
 
 if problem := st.session_state.pop("url_problem", None):
     top.warning(problem)
 rec = st.session_state.get("rec")
+
+
+def draw_editor():
+    """The editor last: the picked node's line is known once the inspector ran."""
+    source = st.session_state.source
+    err = rec.error if rec is not None and rec.source == source else None
+    pick = (st.session_state.get("pick_line") if rec is not None and rec.source == source
+            and st.session_state.get("pick") is not None else None)
+    lines = min(24, max(10, source.count("\n") + 2))
+    large = bool(st.session_state.get("large_text"))
+    with editor_slot:
+        editor.draw(source, lines, 20 if large else 15,
+                    editor.markers(err.line if err else None, pick, err.message if err else ""))
+    job = st.session_state.get("job")
+    if job is not None:
+        wait_for(job, status_area)
+    drawn_job = st.session_state.pop("drawing", None)
+    if drawn_job is not None:
+        failed = rec is not None and rec.error is not None
+        st.session_state.run_status = (drawn_job.summary()
+                                       + (f"; it stopped with {rec.error.type}" if failed else ""),
+                                       "error" if failed else "complete")
+    if (said := st.session_state.get("run_status")) is not None:
+        status_area.status(said[0], state=said[1])
+
+
 if rec is None:
     right.info("Pick an example or write a program, then press **Run** (or Ctrl+Enter in the editor). "
                "tapeviz runs it in a separate process and draws every op the tape recorded.")
+    draw_editor()
     st.stop()
 run_id = st.session_state.run_id
 
@@ -257,7 +326,7 @@ with right:
     if drawn is not None:
         show_inspector(rec, *drawn[:2])
     elif not rec.ops:
-        st.info("No TensorFlow op ran, so there is no graph to draw.")
+        st.info(explain.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
 
 # -- share and export ----------------------------------------------------------------------
 with left:
@@ -265,7 +334,7 @@ with left:
     with share_col.popover("Share link", width="stretch"):
         base = st.context.url or ""
         name = st.session_state.get("example")
-        if name and rec.source == examples.load(name).source:
+        if name and rec.source == editor.example_code(name):
             st.markdown("This example:")
             st.code(share.link(base, example=name), language=None, wrap_lines=True)
         url = share.link(base, code=rec.source)
@@ -280,3 +349,5 @@ with left:
     if drawn is not None:
         html_col.download_button("⬇ Graph", lambda: figures.to_html(drawn[2]), file_name="graph.html", mime="text/html",
                                  width="stretch", on_click="ignore", help="The graph as a standalone HTML page")
+
+draw_editor()

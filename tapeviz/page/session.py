@@ -24,10 +24,13 @@ def runner() -> Runner:
     return shared
 
 
-def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:
-    """Record a program in a worker; a recording dict even when the runner itself fails."""
+def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,
+        owner=None, pool: Optional[Runner] = None) -> dict:
+    """Record a program in a worker; a recording dict even when the runner itself fails.
+    A page's run thread (run_job.py) passes `pool`, fetched in the script thread."""
     try:
-        return runner().record(source, "program.py", on_wait=on_wait)
+        return (pool or runner()).record(source, "program.py", on_wait=on_wait,
+                                         on_phase=on_phase, owner=owner)
     except Exception as exc:   # the page must stay up whatever the worker machinery does
         return error_recording(source, "RunnerError", f"{type(exc).__name__}: {exc}",
                                "The app could not start a worker. Try again; if it persists, "
