@@ -19,7 +19,7 @@ st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}
 .stTextArea textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}
-.block-container {padding-top: 3.2rem; padding-bottom: 1rem; max-width: 100%;}
+.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     st.html("<style>html {font-size: 125%;}</style>")
@@ -253,7 +253,7 @@ if kind == "submit":
 if st.session_state.pop("pending", False):
     start_run(st.session_state.source)
 
-head, big, flip = st.columns([6, 1.3, 1.3], vertical_alignment="bottom")
+head, big, flip = st.columns([4, 1.5, 1.5], vertical_alignment="bottom")
 head.markdown("#### Tape debugger")
 big.toggle("Large text", key="large_text", help="For a projector: bigger letters everywhere.")
 flip.toggle("Graph first", key="graph_first", help="Put the graph on the left, wider, and the code beside it.")
@@ -298,7 +298,8 @@ def draw_editor():
                                        + (f"; it stopped with {rec.error.type}" if failed else ""),
                                        "error" if failed else "complete")
     if (said := st.session_state.get("run_status")) is not None:
-        status_area.status(said[0], state=said[1])
+        icon = ":material/check_circle:" if said[1] == "complete" else ":material/error:"
+        status_area.caption(f"{icon} {said[0]}")
 
 
 if rec is None:
