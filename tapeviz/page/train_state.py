@@ -237,6 +237,18 @@ def warning_text(warning: dict) -> str:
     return f"**{what} {where} at step {step}:** {warning.get('message', '')}."
 
 
+def first_per_layer(warnings: list) -> list:
+    """Each layer's warning of each kind once, at its first step: a dying layer warns at
+    every step after, and the page lists layers, not steps."""
+    seen, out = set(), []
+    for warning in warnings:
+        key = (warning.get("kind"), warning.get("layer"))
+        if key not in seen:
+            seen.add(key)
+            out.append(warning)
+    return out
+
+
 def speed_key(config: dict) -> tuple:
     """Speeds compare only like with like: the same model and batch size."""
     return (config.get("model"), int(config.get("batch_size") or 0))
