@@ -32,7 +32,7 @@ def page_at():
 
 def wait_for_graph(page):
     try:
-        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+        page.wait_for_selector(".js-plotly-plot .scatterlayer, .js-plotly-plot canvas", timeout=WAIT_MS)
     except Exception:
         page.screenshot(path=screenshot_path("editor_no_graph.png"))
         raise

@@ -22,7 +22,7 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding-top: 3.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
@@ -84,7 +84,7 @@ st.caption("The custom training loop of TensorFlow's eager guide: a `GradientTap
            "page polls it and redraws.")
 
 # Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
-c = [*st.columns([2.6, 1, 1.2, 1.6]), *st.columns([2.6, 1, 1.2, 1.6])]
+c = [*st.columns([2.4, 1.1, 1.6, 1.6]), *st.columns([2.4, 1.1, 1.6, 1.6])]
 c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")
 c[1].number_input("Epochs", 1, 50, 3, key="t_epochs")
 c[2].selectbox("Batch size", [16, 32, 64, 128, 256], index=1, key="t_batch")
@@ -163,7 +163,7 @@ def dashboard():
     # so that the page never shows two different speeds for one run.
     done_rate = run.speed() if status not in ("running", "paused", "starting", "queued") else None
     rate = done_rate or p["steps_per_s"]
-    m[2].metric("Steps/s" if done_rate else "Steps/s (recent)", f"{rate:.1f}" if rate else "—",
+    m[2].metric("Steps/s", f"{rate:.1f}" if rate else "—",
                 help="After the run: steps per second over its later half (the first steps pay "
                      "for tracing). While it runs: over the last few steps.")
     m[3].metric("ETA", train_state.duration(p["eta_s"]))
