@@ -116,7 +116,7 @@ def test_inspect_this_step_opens_the_debugger_on_the_recorded_step():
     program = run.start["step_program"]
     press(at, "Inspect this step")
     assert not at.exception, at.exception
-    assert at.text_area(key="source").value == program
+    assert at.session_state.source == program
     assert at.selectbox(key="call").value == 0              # the step's gradient flow
     assert at.toggle(key="group").value is True             # grouped by layer
     assert at.get("plotly_chart")
