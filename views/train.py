@@ -136,7 +136,8 @@ def dashboard():
                 help="End this run and clear its charts.")
     inspect = b[4].button("Inspect this step", icon=":material/search:", width="content", disabled=not (run and run.start),
                           help="Record one training step of this model with the recorder and "
-                               "show its tape on the debugger page, grouped by layer.")
+                               "show its tape on the debugger page, grouped by layer. It starts "
+                               "from fresh weights, not the weights this run has reached.")
     if inspect:
         st.session_state.update(source=run.start["step_program"], pending=True,
                                 after_run={"call": 0})   # open on the step's gradient flow

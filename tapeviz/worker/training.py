@@ -300,7 +300,9 @@ def record_one_step_program(config: dict) -> str:
     """
     cfg = {**DEFAULTS, **(config or {})}
     return (
-        '"""One training step of the tapeviz training page, for the recorder."""\n'
+        '"""One training step with the training page\'s model, batch size and learning rate.\n'
+        "It starts from freshly initialised weights and the first batch, not from the weights\n"
+        'the run has reached: a layer that died during training looks healthy here."""\n'
         "import tensorflow as tf\n"
         "from tapeviz import data\n\n"
         f"tf.keras.utils.set_random_seed({int(cfg['seed'])})\n"
