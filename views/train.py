@@ -135,11 +135,16 @@ def dashboard():
     b[3].button("Reset", icon=":material/restart_alt:", on_click=reset, width="content", disabled=run is None,
                 help="End this run and clear its charts.")
     inspect = b[4].button("Inspect this step", icon=":material/search:", width="content", disabled=not (run and run.start),
-                          help="Record one training step of this model with the recorder and "
-                               "show its tape on the debugger page, grouped by layer. It starts "
-                               "from fresh weights, not the weights this run has reached.")
+                          help="Record the step this run takes next (its weights, Adam's "
+                               "state and batch) and show its tape on the debugger page, grouped "
+                               "by layer. A finished run gives one step from fresh weights.")
     if inspect:
-        st.session_state.update(source=run.start["step_program"], pending=True,
+        program = run.start["step_program"]
+        # A sandboxed worker cannot write where the next worker reads: fresh weights there.
+        snap = None if session.runner().sandboxed else run.snapshot_now()
+        if snap and snap.get("step_program"):
+            program = snap["step_program"]
+        st.session_state.update(source=program, pending=True,
                                 after_run={"call": 0})   # open on the step's gradient flow
         st.session_state.pop("example", None)
         st.switch_page("views/debugger.py")
