@@ -296,7 +296,7 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
         return ("The program was stopped at its time limit in the middle of a loop over its "
                 "data; what it printed and the steps recorded until then are kept. Every op "
                 "of every step is recorded here, so a whole epoch takes minutes. Record a few "
-                "steps: loop over `dataset.take(3)` instead of `dataset` (or `.take(400)`).")
+                "steps: loop over `dataset.take(3)` rather than hundreds of batches.")
     if error_type == "Timeout":
         return ("The program was stopped at its time limit. Look for a loop that never ends "
                 "(a `while` whose condition never turns false), or make the work smaller.")
