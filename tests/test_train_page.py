@@ -140,7 +140,7 @@ def test_speed_and_eta_from_the_step_records():
     assert train_state.steady_rate(steps[:4]) is None
     assert len(train_state.thin(list(range(10_000)), 1000)) <= 1001
     assert train_state.thin(list(range(10_000)), 1000)[-1] == 9_999
-    assert train_state.duration(75) == "1 min 15 s" and train_state.duration(None) == "—"
+    assert train_state.duration(75) == "1:15 min" and train_state.duration(None) == "—"
     text = train_state.warning_text({"kind": "vanishing", "layer": "guide/conv1", "step": 120,
                                      "message": "gradient norm of guide/conv1/kernel fell"})
     assert "guide/conv1" in text and "step 120" in text
