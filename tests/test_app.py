@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tapeviz import examples
-from tapeviz.page import share
+from tapeviz.page import editor, share
 
 # Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
 os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")
@@ -23,9 +23,13 @@ def opened(**params):
 
 
 def typed(source):
+    """As if typed and run with Ctrl+Enter: the Ace editor is a component AppTest cannot
+    type into (tests/test_editor_browser.py drives it in a browser), so this sets what its
+    submit sets."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
-    at.text_area(key="source").set_value(source)
-    return next(b for b in at.button if "Run" in b.label).click().run()
+    at.session_state.source = source
+    at.session_state.pending = True
+    return at.run()
 
 
 def texts(elements):
@@ -40,7 +44,7 @@ def charts(at):
 def test_every_example_runs_from_its_link_and_draws(name):
     at = opened(example=name)
     assert not at.exception
-    assert at.text_area(key="source").value == examples.load(name).source
+    assert at.session_state.source == editor.example_code(name)     # the code, not its docstring
     assert charts(at), f"{name}: no graph; errors: {texts(at.error)}"
     # those are about an error, a NaN, or None gradients (called out in red, unasked)
     if name not in ("nonpersistent_error", "nan_hunt", "none_gradients"):
@@ -61,7 +65,11 @@ def test_higher_order_opens_on_the_outer_gradient_and_names_its_tapes():
 
 def test_nonpersistent_error_shows_the_runtime_error_its_line_and_hint():
     at = opened(example="nonpersistent_error")
-    assert "RuntimeError" in texts(at.error) and "line 19" in texts(at.error)
+    # Line 19 of the file is the second gradient call; the editor holds the code without
+    # the docstring, so the line the error names is that call's line in the code.
+    call = examples.load("nonpersistent_error").source.splitlines()[18]
+    line = editor.example_code("nonpersistent_error").splitlines().index(call) + 1
+    assert "RuntimeError" in texts(at.error) and f"line {line}" in texts(at.error)
     assert "persistent=True" in texts(at.info)
     assert "dz_dx = 108.0" in texts(at.code)
     assert charts(at)     # the partial recording is still drawn

@@ -59,3 +59,49 @@ def test_prediction_grid_marks_wrong_ones():
 def test_empty_inputs_draw_a_waiting_figure(draw):
     fig = draw([] if draw is not train_figures.prediction_grid else None)
     assert "waiting" in fig.layout.annotations[0].text
+
+
+def test_warnings_of_one_step_share_one_mark_and_each_layer_is_listed_once():
+    # Step 11 of a run at learning rate 1.0: three layers vanish at once, then again later.
+    warnings = [{"type": "warning", "step": s, "layer": layer, "kind": "vanishing", "message": "..."}
+                for s in (11, 12) for layer in ("conv2d", "conv2d_1", "dense")]
+    warnings.append({"type": "warning", "step": 11, "layer": None, "kind": "nan", "message": "..."})
+    fig = train_figures.grad_norm_figure(steps(), warnings)
+    texts = [a.text for a in fig.layout.annotations]
+    assert len(texts) == 1                               # one mark at step 11, none at 12
+    assert texts[0].count("conv2d_1") == 1 and "nan: loss" in texts[0]
+    assert train_figures.warning_marks(warnings) == [
+        (11, {"vanishing": ["conv2d", "conv2d_1", "dense"], "nan": ["loss"]})]
+
+
+def test_loss_on_a_log_axis_on_request():
+    assert train_figures.loss_figure(steps()).layout.yaxis.type != "log"
+    assert train_figures.loss_figure(steps(), log=True).layout.yaxis.type == "log"
+
+
+def test_gradient_norm_ticks_follow_the_data_span():
+    narrow = steps()                                     # norms from 1/30 to 1: 1.5 decades
+    for record in narrow:
+        record["grad_norms"] = {p: 0.1 + 0.01 * record["step"] for p in PATHS}   # 0.11 .. 0.4
+    assert train_figures.grad_norm_figure(narrow).layout.yaxis.dtick == "D2"    # more than one tick
+    wide = steps()
+    wide[0]["grad_norms"] = {p: 1e-6 for p in PATHS}
+    assert train_figures.grad_norm_figure(wide).layout.yaxis.dtick == 1
+
+
+def test_step_axes_do_not_start_below_zero_and_epoch_labels_sit_left():
+    evals = [{"type": "eval", "step": s, "epoch": e, "accuracy": 0.9, "loss": 1.0, "epoch_end": True}
+             for s, e in ((100, 1), (200, 2))]
+    fig = train_figures.accuracy_figure(evals)
+    assert fig.layout.xaxis.rangemode == "nonnegative"
+    assert fig.data[1].textposition == "bottom left"
+    assert train_figures.loss_figure(steps()).layout.xaxis.rangemode == "nonnegative"
+
+
+def test_the_page_lists_each_layers_warning_once():
+    from tapeviz.page import train_state
+    warnings = [{"kind": "vanishing", "layer": layer, "step": s} for s in (11, 12, 13)
+                for layer in ("conv2d", "dense")] + [{"kind": "exploding", "layer": "dense", "step": 14}]
+    listed = train_state.first_per_layer(warnings)
+    assert [(w["kind"], w["layer"], w["step"]) for w in listed] == [
+        ("vanishing", "conv2d", 11), ("vanishing", "dense", 11), ("exploding", "dense", 14)]

@@ -196,3 +196,52 @@ def test_one_step_program_runs_under_plain_exec(mnist_dir, model):
     assert out.getvalue().startswith("loss ")
     assert math.isfinite(float(out.getvalue().split()[1]))
     assert all(g is not None for g in namespace["grads"])
+
+
+class SnapshotAt(training.QueueCommands):
+    """Asks for a snapshot once `after` steps have run, then stops the run."""
+
+    def __init__(self, path, after, records):
+        super().__init__(queue.Queue())
+        self.path, self.after, self.records = path, after, records
+
+    def poll(self):
+        steps = len(of_type(self.records, "step"))
+        if steps == self.after and not of_type(self.records, "snapshot"):
+            return f"snapshot {self.path}"
+        return "stop" if steps > self.after else None
+
+
+@pytest.mark.parametrize("rate", [1e-3, 1.0])
+def test_inspect_this_step_records_the_step_the_run_takes(mnist_dir, tmp_path, rate):
+    """The reference: the run's own loss at step 6. The snapshot program, run by the
+    recorder, must compute that same loss from the same weights, Adam state and batch,
+    including after a learning rate of 1.0 has wrecked the weights."""
+    from tapeviz.worker import recorder
+
+    records = []
+    path = str(tmp_path / "step.npz")
+    training.run({"download": False, "model": "guide", "data_dir": mnist_dir, "limit": 400,
+                  "batch_size": 16, "eval_every": 0, "learning_rate": rate},
+                 records.append, SnapshotAt(path, 5, records))
+    snapshot = of_type(records, "snapshot")[0]
+    assert snapshot["step"] == 5 and "error" not in snapshot
+    sixth = of_type(records, "step")[5]
+    assert sixth["step"] == 6
+    rec = recorder.record(snapshot["step_program"])
+    assert rec.error is None, rec.error
+    loss = float(rec.stdout.split()[-1])
+    assert loss == pytest.approx(sixth["loss"], rel=1e-5, abs=1e-6)
+    # Its gradients are the run's step-6 gradients too (what the charts show): the norms of
+    # those whose full value the recording keeps (the biases, the small kernels).
+    call = rec.tapes[0].gradients[0]
+    expected = list(sixth["grad_norms"].values())
+    assert len(call.results) == len(expected)
+    compared = 0
+    for result, norm in zip(call.results, expected):
+        value = rec.tensor(result.grad).value
+        if value is not None:
+            got = np.linalg.norm(np.asarray(value, dtype=np.float64))
+            assert got == pytest.approx(norm, rel=1e-4, abs=1e-7)
+            compared += 1
+    assert compared >= 2

@@ -2,12 +2,15 @@
 the tape recorded, how the gradient flowed, and where a NaN first appeared."""
 import json
 import os
+import uuid
+from functools import partial
 
 import streamlit as st
 
-from tapeviz import examples
+from tapeviz import examples, explain
 from tapeviz.draw import figures, graph
-from tapeviz.page import mode, opened, session, share, view
+from tapeviz.page import editor, mode, opened, session, share, view
+from tapeviz.page.run_job import RunJob
 from tapeviz.recording import Recording
 
 # Per-run view state: a new recording starts from a clean view.
@@ -18,14 +21,16 @@ st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}
 .stTextArea textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}
-.block-container {padding-top: 3.5rem; max-width: 100%;}
+.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}
 </style>""")
+if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
+    st.html("<style>html {font-size: 125%;}</style>")
 
 
 # -- callbacks (they run before the script, so they may set widget state) -----------------
 def load_example():
     if st.session_state.get("example"):
-        st.session_state.source = examples.load(st.session_state.example).source
+        st.session_state.source = editor.example_code(st.session_state.example)
         st.session_state.pending = True
 
 
@@ -34,6 +39,16 @@ def show_callout(view_key, tensor_id, backward):
     st.session_state.update(view=view_key, path_only=False, focus=tensor_id,
                             backward=backward or st.session_state.get("backward", False))
     st.session_state.pop(f"step:{view_key}", None)
+
+
+def cancel_run():
+    """End the worker at once; the page keeps the last drawn recording."""
+    job = st.session_state.pop("job", None)
+    if job is not None:
+        job.cancelled = True
+        session.runner().cancel(st.session_state.owner)
+        st.session_state.run_status = ("Cancelled after %.1f s: the worker was stopped." % job.elapsed(),
+                                       "error")
 
 
 def expand_layer(key):
@@ -63,25 +78,42 @@ def start_from_url():
                                          "pick one from the list.")
     if not name and not token and os.environ.get(opened.VIEW_ENV):
         open_path(os.environ[opened.VIEW_ENV])       # `tapeviz view RUN.json`
-    st.session_state.setdefault("source", examples.load(examples.names()[0]).source)
+    st.session_state.setdefault("source", editor.example_code(examples.names()[0]))
 
 
-def run(source, where):
-    with where.status("Running in a worker process…") as status:
-        def on_wait(place):
-            status.update(label=f"Queued: the server is busy; your run is number {place} in line. "
-                                "It starts as soon as a worker is free…")
-        recorded = session.run(source, on_wait)
-        try:
-            rec = Recording.from_dict(recorded)
-        except (ValueError, TypeError, KeyError) as exc:
-            rec = Recording(source=source)
-            st.session_state.url_problem = ("The worker sent back something unreadable: "
-                                            + share.plain(exc, 200))
-        failed = rec.error is not None
-        status.update(label=("Finished with an error" if failed else "Finished")
-                      + (f" in {rec.duration_s:.2f} s" if rec.duration_s else ""),
-                      state="error" if failed else "complete")
+def start_run(source):
+    """Hand the program to a worker in a thread; the page polls it (`wait_for`)."""
+    st.session_state.pop("opened_name", None)
+    old = st.session_state.pop("job", None)
+    if old is not None and not old.done.is_set():
+        session.runner().cancel(st.session_state.owner)
+    st.session_state.job = RunJob(source, partial(session.run, owner=st.session_state.owner,
+                                                  pool=session.runner(),
+                                                  session=session.session_id()))
+
+
+def wait_for(job, where):
+    """Poll the run, saying what it waits for; each update lets a Cancel click in."""
+    with where.container():
+        box = st.status(job.label(), state="running")
+        st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
+                  help="Stop the worker now; the page keeps what it showed before.")
+    while not job.done.wait(0.3):
+        box.update(label=job.label())
+    st.session_state.pop("job", None)
+    if not job.cancelled:
+        run(job.source, job.result)
+        st.session_state.drawing = job
+    st.rerun()
+
+
+def run(source, recorded):
+    try:
+        rec = Recording.from_dict(recorded)
+    except (ValueError, TypeError, KeyError) as exc:
+        rec = Recording(source=source)
+        st.session_state.url_problem = ("The worker sent back something unreadable: "
+                                        + share.plain(exc, 200))
     adopt(rec, recorded)
     # Another page may ask for a view of what it sent (the training page: {"call": 0}).
     wanted = st.session_state.pop("after_run", {})
@@ -90,7 +122,7 @@ def run(source, where):
         st.session_state.view = f"call:{tape_id}:{index}"
     # The address bar names what ran, so a reload or a copied URL gives the same page.
     name = st.session_state.get("example")
-    if name and source == examples.load(name).source:
+    if name and source == editor.example_code(name):
         st.query_params.from_dict({"example": name})
     elif st.query_params.get("code") != share.encode(source):
         st.query_params.clear()
@@ -182,16 +214,16 @@ def show_graph(rec, run_id):
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     layers = view.group_keys(rec)
-    row = [*st.columns(3), *st.columns(3)]
+    row = st.columns(5)
     fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
     backward = row[1].toggle("Backward ops", key="backward", disabled=call_index is None,
                              help="The ops the gradient call ran.")
     path_only = row[2].toggle("Path only", key="path_only", disabled=call_index is None,
                               help="Hide ops the chosen gradient does not flow through.")
-    large = row[3].toggle("Large text", key="large_text", help="Bigger labels, for a projector.")
-    plumbing = row[4].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
+    large = bool(st.session_state.get("large_text"))     # the page's Large text switch
+    plumbing = row[3].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
                                                              "AssignVariableOp, …")
-    group = row[5].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
+    group = row[4].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
     expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
               if group and layers else [])
     calling = call_index is not None
@@ -272,39 +304,78 @@ def show_inspector(rec, G, flow):
             code.markdown(f"**made by** {d.producer}")
         if d.consumers:
             code.markdown("**used by** " + "; ".join(d.consumers))
+        st.session_state.pick_line = d.line     # marked in the editor too
         if d.line:
             show_source(code, rec, G, st.session_state.pick, d.line)
 
 
 # -- the page -----------------------------------------------------------------------------
+st.session_state.setdefault("owner", uuid.uuid4().hex)    # whose runs Cancel ends
 if "source" not in st.session_state:
     start_from_url()
+kind, text = editor.event()
+if text is not None:
+    st.session_state.source = text
+if kind == "submit":
+    st.session_state.pending = True
+if st.session_state.pop("pending", False):
+    start_run(st.session_state.source)
 
-st.markdown("## Tape debugger")
+head, big, flip = st.columns([4, 1.5, 1.5], vertical_alignment="bottom")
+head.markdown("#### Tape debugger")
+big.toggle("Large text", key="large_text", help="For a projector: bigger letters and labels everywhere.")
+flip.toggle("Graph first", key="graph_first", help="Put the graph on the left, wider, and the code beside it.")
 mode.banner()
 top = st.container()
-left, right = st.columns([5, 7], gap="large")
+if st.session_state.get("graph_first"):
+    right, left = st.columns([7, 4], gap="medium")
+else:
+    left, right = st.columns([5, 7], gap="medium")
 
 with left:
     st.selectbox("Example", examples.names(), key="example", index=None, on_change=load_example,
-                 format_func=lambda n: examples.load(n).title, placeholder="Pick an example program…")
+                 format_func=lambda n: examples.load(n).title, placeholder="Pick an example program…",
+                 label_visibility="collapsed")
     if st.session_state.get("example"):
-        st.info(view.plain(examples.load(st.session_state.example).explanation))
-    with st.form("editor", border=False):
-        st.text_area("Program", key="source", height=460, label_visibility="collapsed")
-        clicked = st.form_submit_button("▶  Run   (Ctrl+Enter)", type="primary")
-    status_area = st.container()
-    if clicked or st.session_state.pop("pending", False):
-        st.session_state.pop("opened_name", None)
-        run(st.session_state.source, status_area)
+        st.caption(view.plain(examples.load(st.session_state.example).explanation))
+    editor_slot = st.container()
+    status_area = st.empty()
     open_section()
 
 if problem := st.session_state.pop("url_problem", None):
     top.warning(problem)
 rec = st.session_state.get("rec")
+
+
+def draw_editor():
+    """The editor last: the picked node's line is known once the inspector ran."""
+    source = st.session_state.source
+    err = rec.error if rec is not None and rec.source == source else None
+    pick = (st.session_state.get("pick_line") if rec is not None and rec.source == source
+            and st.session_state.get("pick") is not None else None)
+    lines = min(24, max(10, source.count("\n") + 2))
+    large = bool(st.session_state.get("large_text"))
+    with editor_slot:
+        editor.draw(source, lines, 20 if large else 15,
+                    editor.markers(err.line if err else None, pick, err.message if err else ""))
+    job = st.session_state.get("job")
+    if job is not None:
+        wait_for(job, status_area)
+    drawn_job = st.session_state.pop("drawing", None)
+    if drawn_job is not None:
+        failed = rec is not None and rec.error is not None
+        st.session_state.run_status = (drawn_job.summary()
+                                       + (f"; it stopped with {rec.error.type}" if failed else ""),
+                                       "error" if failed else "complete")
+    if (said := st.session_state.get("run_status")) is not None:
+        icon = ":material/check_circle:" if said[1] == "complete" else ":material/error:"
+        status_area.caption(f"{icon} {said[0]}")
+
+
 if rec is None:
     right.info("Pick an example or write a program, then press **Run** (or Ctrl+Enter in the editor). "
                "tapeviz runs it in a separate process and draws every op the tape recorded.")
+    draw_editor()
     st.stop()
 run_id = st.session_state.run_id
 
@@ -332,7 +403,7 @@ with right:
     if drawn is not None:
         show_inspector(rec, *drawn[:2])
     elif not rec.ops:
-        st.info("No TensorFlow op ran, so there is no graph to draw.")
+        st.info(explain.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
     show_printed(rec)
 
 # -- share and export ----------------------------------------------------------------------
@@ -341,7 +412,7 @@ with left:
     with share_col.popover("Share link", width="stretch"):
         base = st.context.url or ""
         name = st.session_state.get("example")
-        if name and rec.source == examples.load(name).source:
+        if name and rec.source == editor.example_code(name):
             st.markdown("This example:")
             st.code(share.link(base, example=name), language=None, wrap_lines=True)
         url = share.link(base, code=rec.source)
@@ -359,3 +430,5 @@ with left:
     if drawn is not None:
         html_col.download_button("⬇ Graph", lambda: figures.to_html(drawn[2]), file_name="graph.html", mime="text/html",
                                  width="stretch", on_click="ignore", help="The graph as a standalone HTML page")
+
+draw_editor()

@@ -22,7 +22,7 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding-top: 3.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
@@ -84,16 +84,17 @@ st.caption("The custom training loop of TensorFlow's eager guide: a `GradientTap
            "page polls it and redraws.")
 mode.banner()
 
-c = st.columns([3, 1, 1, 1.3, 1.3, 1.5, 1.6])
+# Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
+c = [*st.columns([2.4, 1.1, 1.6, 1.6]), *st.columns([2.4, 1.1, 1.6, 1.6])]
 c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")
 c[1].number_input("Epochs", 1, 50, 3, key="t_epochs")
 c[2].selectbox("Batch size", [16, 32, 64, 128, 256], index=1, key="t_batch")
-c[3].select_slider("Learning rate", RATES, value=1e-3, key="t_lr", format_func=lambda r: f"{r:g}",
+c[4].select_slider("Learning rate", RATES, value=1e-3, key="t_lr", format_func=lambda r: f"{r:g}",
                    help="Adam's step size. 0.3 or 1.0 makes the loss jump or go NaN: try it.")
-c[4].selectbox("Digits used", list(DIGITS), index=2, format_func=DIGITS.get, key="t_digits",
+c[5].selectbox("Digits used", list(DIGITS), index=2, format_func=DIGITS.get, key="t_digits",
                help="Train + held-out; 20% are held out for the accuracy chart.")
-c[5].selectbox("Held-out accuracy", list(EVALS), index=1, format_func=EVALS.get, key="t_eval")
-with c[6]:
+c[6].selectbox("Held-out accuracy", list(EVALS), index=1, format_func=EVALS.get, key="t_eval")
+with c[3]:
     st.write("")
     st.toggle("`@tf.function`", key="t_tf_function",
               help="Run the train step under @tf.function. Eager runs each op from Python; "
@@ -123,20 +124,28 @@ def dashboard():
         st.rerun()                  # start or stop the periodic redraw
     status = run.status if run else None
 
-    b = st.columns([1.2, 1, 1, 1, 1.8, 4], vertical_alignment="center")
-    b[0].button("Start", icon=":material/play_arrow:", type="primary", on_click=start, width="stretch",
+    # Buttons as wide as their words: in equal columns they shrank to "St…" at 1024 px.
+    row = st.container(horizontal=True, vertical_alignment="center")
+    b = [row] * 6
+    b[0].button("Start", icon=":material/play_arrow:", type="primary", on_click=start, width="content",
                 disabled=status in ("queued", "starting", "running", "paused"),
                 help="A new run with the settings above.")
-    b[1].button("Stop", icon=":material/pause:", on_click=lambda: run.pause(), width="stretch", disabled=status != "running",
+    b[1].button("Stop", icon=":material/pause:", on_click=lambda: run.pause(), width="content", disabled=status != "running",
                 help="Pause the run; Resume carries on where it stopped, history and all.")
-    b[2].button("Resume", icon=":material/resume:", on_click=lambda: run.resume(), width="stretch", disabled=status != "paused")
-    b[3].button("Reset", icon=":material/restart_alt:", on_click=reset, width="stretch", disabled=run is None,
+    b[2].button("Resume", icon=":material/resume:", on_click=lambda: run.resume(), width="content", disabled=status != "paused")
+    b[3].button("Reset", icon=":material/restart_alt:", on_click=reset, width="content", disabled=run is None,
                 help="End this run and clear its charts.")
-    inspect = b[4].button("Inspect this step", icon=":material/search:", width="stretch", disabled=not (run and run.start),
-                          help="Record one training step of this model with the recorder and "
-                               "show its tape on the debugger page, grouped by layer.")
+    inspect = b[4].button("Inspect this step", icon=":material/search:", width="content", disabled=not (run and run.start),
+                          help="Record the step this run takes next (its weights, Adam's "
+                               "state and batch) and show its tape on the debugger page, grouped "
+                               "by layer. A finished run gives one step from fresh weights.")
     if inspect:
-        st.session_state.update(source=run.start["step_program"], pending=True,
+        program = run.start["step_program"]
+        # A sandboxed worker cannot write where the next worker reads: fresh weights there.
+        snap = None if session.runner().sandboxed else run.snapshot_now()
+        if snap and snap.get("step_program"):
+            program = snap["step_program"]
+        st.session_state.update(source=program, pending=True,
                                 after_run={"call": 0})   # open on the step's gradient flow
         st.session_state.pop("example", None)
         st.switch_page("views/debugger.py")
@@ -157,7 +166,13 @@ def dashboard():
     m = st.columns(6)
     m[0].metric("Step", f"{p['step']:,}")
     m[1].metric("Epoch", f"{p['epoch']} / {p['epochs']}")
-    m[2].metric("Steps/s", f"{p['steps_per_s']:.1f}" if p["steps_per_s"] else "—")
+    # While it trains: the recent rate; once done, the steady rate the comparison below uses,
+    # so that the page never shows two different speeds for one run.
+    done_rate = run.speed() if status not in ("running", "paused", "starting", "queued") else None
+    rate = done_rate or p["steps_per_s"]
+    m[2].metric("Steps/s", f"{rate:.1f}" if rate else "—",
+                help="After the run: steps per second over its later half (the first steps pay "
+                     "for tracing). While it runs: over the last few steps.")
     m[3].metric("ETA", train_state.duration(p["eta_s"]))
     m[4].metric("Loss", f"{run.steps[-1]['loss']:.3f}" if run.steps else "—")
     m[5].metric("Held-out accuracy", f"{run.evals[-1]['accuracy']:.1%}" if run.evals else "—")
@@ -172,14 +187,20 @@ def dashboard():
 
     if run.error:
         st.error(f"**The run failed:** {run.error}")
-    for warning in run.warnings[:6]:
+    listed = train_state.first_per_layer(run.warnings)
+    for warning in listed[:6]:
         (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
+    if len(listed) > 6:
+        st.caption(f"…and {len(listed) - 6} more layers with warnings (see the gradient chart).")
 
     steps = train_state.thin(run.steps)
     n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
     left, right = st.columns(2)
-    left.plotly_chart(figure("loss", n, lambda: train_figures.loss_figure(steps)), key="loss_chart",
-                      height=380)
+    log_loss = bool(st.session_state.get("t_log_loss"))
+    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
+                      key="loss_chart", height=380)
+    left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
+                "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
     right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
                               lambda: train_figures.accuracy_figure(run.evals)),
                        key="accuracy_chart", height=380)

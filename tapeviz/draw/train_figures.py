@@ -34,9 +34,12 @@ def ema(values: Iterable[float], smoothing: float = 0.9) -> list:
     return smoothed
 
 
-def loss_figure(steps: list, smoothing: float = 0.9) -> go.Figure:
-    """Loss per step, raw and smoothed."""
-    fig = _base("Training loss", "step", "loss")
+def loss_figure(steps: list, smoothing: float = 0.9, log: bool = False) -> go.Figure:
+    """Loss per step, raw and smoothed; `log` puts it on a log axis, so that one spike of
+    800 does not flatten the rest."""
+    fig = _base("Training loss", "step", "loss (log)" if log else "loss")
+    if log:
+        fig.update_yaxes(type="log", exponentformat="power")
     if not steps:
         return _waiting(fig)
     x = [s["step"] for s in steps]
@@ -59,29 +62,55 @@ def accuracy_figure(evals: list) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=[e["step"] for e in ends], y=[e["accuracy"] for e in ends], mode="markers+text",
         name="end of epoch", marker=dict(color=EPOCH, size=13, symbol="diamond"),
-        text=[f"epoch {e['epoch']}: {e['accuracy']:.1%}" for e in ends], textposition="bottom right"))
+        text=[f"epoch {e['epoch']}: {e['accuracy']:.1%}" for e in ends],
+        # Left of the point: the last epoch ends at the axis' right edge, where text is cut.
+        textposition="bottom left"))
     return fig
 
 
 def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
     """Gradient norm of each trainable variable per step, log scale; warnings as lines."""
     fig = _base("Gradient norm per variable", "step", "gradient norm (log)")
-    # One labelled tick per power of ten: plotly's default log ticks (2, 3, 5, ...) crowd
-    # together and are unreadable on a projector.
-    fig.update_yaxes(type="log", dtick=1, exponentformat="power", showexponent="all")
+    fig.update_yaxes(type="log", exponentformat="power", showexponent="all")
     if not steps:
-        return _waiting(fig)
+        return _waiting(fig.update_yaxes(dtick=1))
     x = [s["step"] for s in steps]
+    seen = []
     for i, path in enumerate(steps[-1]["grad_norms"]):
         y = [_positive(s["grad_norms"].get(path)) for s in steps]
+        seen += [v for v in y if v is not None]
         dash = "dot" if path.endswith("bias") else "solid"   # kernel and bias of a layer share a colour
         colour = PALETTE[(i // 2) % len(PALETTE)]
         fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=path, line=dict(color=colour, dash=dash)))
-    for warning in warnings or []:
-        fig.add_vline(x=warning["step"], line=dict(color=WARNING_KINDS.get(warning["kind"], EPOCH), dash="dash"),
-                      annotation_text=f"{warning['kind']}: {warning.get('layer') or 'loss'}",
+    fig.update_yaxes(dtick=log_dtick(seen))
+    for step, kinds in warning_marks(warnings or []):
+        worst = next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
+        fig.add_vline(x=step, line=dict(color=WARNING_KINDS.get(worst, EPOCH), dash="dash"),
+                      annotation_text="<br>".join(f"{k}: {', '.join(v)}" for k, v in kinds.items()),
                       annotation_position="top left")
     return fig
+
+
+def log_dtick(values: list):
+    """Log-axis ticks: one per power of ten when the data spans decades (plotly's default
+    2, 3, 5, ... crowd together on a projector); 1, 2, 5 per decade when it spans less,
+    where one tick per decade would leave a single tick on the axis."""
+    if not values:
+        return 1
+    return 1 if math.log10(max(values) / min(values)) >= 2 else "D2"
+
+
+def warning_marks(warnings: list) -> list:
+    """[(step, {kind: [layer, ...]})]: each layer's warning of a kind once (its first step),
+    and the warnings of one step in one mark, so that their labels do not stack."""
+    first, marks = set(), {}
+    for w in warnings:
+        kind, layer = w.get("kind"), w.get("layer") or "loss"
+        if (kind, layer) in first or w.get("step") is None:
+            continue
+        first.add((kind, layer))
+        marks.setdefault(w["step"], {}).setdefault(kind, []).append(layer)
+    return sorted(marks.items())
 
 
 def prediction_grid(predictions: Optional[dict], columns: int = 4) -> go.Figure:
@@ -112,7 +141,8 @@ def _base(title: str, x_title: Optional[str], y_title: Optional[str]) -> go.Figu
     fig = go.Figure()
     fig.update_layout(title=title, template="plotly_white", margin=dict(l=50, r=20, t=50, b=40),
                       legend=dict(orientation="h", y=-0.2), uirevision=title)  # keep zoom across redraws
-    fig.update_xaxes(title=x_title)
+    # Steps start at 0: no padding into negative steps (plotly pads markers' autorange).
+    fig.update_xaxes(title=x_title, rangemode="nonnegative")
     fig.update_yaxes(title=y_title)
     return fig
 

@@ -26,18 +26,22 @@ def runner() -> Runner:
     return shared
 
 
-def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:
+def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,
+        owner=None, pool: Optional[Runner] = None, session: Optional[str] = None) -> dict:
     """Record a program in a worker; a recording dict even when the runner itself fails.
 
-    The run is owned by this session: when its tab closes, the run (running or still in
-    the queue) is cancelled within about WATCH_S, not left to its time limit."""
+    A page's run thread (run_job.py) passes `pool` and `session` (the session id), fetched
+    in the script thread. The run is owned by `owner` (default: the session), and when the
+    session's tab closes the run, running or still queued, is cancelled within about
+    WATCH_S, not left to its time limit."""
     try:
-        shared = runner()
-        session_id = _session_id()
-        owner = f"debugger-{session_id}" if session_id else None
-        stop = _cancel_when_closed(shared, session_id, owner)
+        shared = pool or runner()
+        session = session or session_id()
+        owner = owner or (f"debugger-{session}" if session else None)
+        stop = _cancel_when_closed(shared, session, owner)
         try:
-            return shared.record(source, "program.py", on_wait=on_wait, owner=owner)
+            return shared.record(source, "program.py", on_wait=on_wait, on_phase=on_phase,
+                                 owner=owner)
         finally:
             stop.set()
     except Exception as exc:   # the page must stay up whatever the worker machinery does
@@ -46,7 +50,8 @@ def run(source: str, on_wait: Optional[Callable[[int], None]] = None) -> dict:
                                "restart the app.")
 
 
-def _session_id() -> Optional[str]:
+def session_id() -> Optional[str]:
+    """This script run's session id (None outside a script thread)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else None

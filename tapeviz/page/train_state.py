@@ -5,6 +5,8 @@ the page shows: status, progress, speed, ETA, warnings, chart inputs.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import threading
 import time
 import uuid
@@ -48,6 +50,7 @@ class Run:
         self.warnings: list = []
         self.predictions: Optional[dict] = None
         self.done: Optional[dict] = None
+        self.snapshot: Optional[dict] = None  # the latest "snapshot" record (Inspect this step)
         self.seen = time.monotonic()          # when a page last showed it (see `touch`)
         self._runner, self._owner_id = runner, owner_id
         threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
@@ -96,6 +99,8 @@ class Run:
             self.start = record
         elif kind == "done":
             self.done = record
+        elif kind == "snapshot":
+            self.snapshot = record
 
     def touch(self) -> None:
         """The page shows this run: keep it alive."""
@@ -111,6 +116,21 @@ class Run:
         if self.job is not None and self.paused:
             self.job.command("resume")
             self.paused = False
+
+    def snapshot_now(self, timeout: float = 30.0) -> Optional[dict]:
+        """Ask the worker to save this step (weights, Adam's state, the next batch) and wait
+        for its "snapshot" record: the program in it records the step the run takes next.
+        None when the run has no live worker or did not answer in time."""
+        job = self.job
+        if job is None or job.done or not job.started:
+            return None
+        folder = tempfile.mkdtemp(prefix="tapeviz-step-")
+        before = self.snapshot
+        job.command(f"snapshot {os.path.join(folder, 'step.npz')}")
+        deadline = time.monotonic() + timeout
+        while self.snapshot is before and time.monotonic() < deadline and not job.done:
+            time.sleep(0.05)      # the run's own thread folds the record in
+        return self.snapshot if self.snapshot is not before else None
 
     def cancel(self) -> None:
         """End it now, queued or running (Reset, or a new Start)."""
@@ -216,6 +236,7 @@ def thin(records: list, max_points: int = MAX_POINTS) -> list:
 
 
 def duration(seconds: Optional[float]) -> str:
+    """Short enough for a metric a sixth of 1024 px wide: "75 s" would be cut as "1 min …"."""
     if seconds is None or not math.isfinite(seconds):
         return "—"
     seconds = int(round(seconds))
@@ -223,9 +244,9 @@ def duration(seconds: Optional[float]) -> str:
         return f"{seconds} s"
     minutes, seconds = divmod(seconds, 60)
     if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
+        return f"{minutes}:{seconds:02d} min"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
+    return f"{hours}:{minutes:02d} h"
 
 
 def warning_text(warning: dict) -> str:
@@ -235,6 +256,18 @@ def warning_text(warning: dict) -> str:
             "nan": "NaN"}.get(kind, str(kind).capitalize())
     where = f"in layer **{layer}**" if layer else "in the **loss**"
     return f"**{what} {where} at step {step}:** {warning.get('message', '')}."
+
+
+def first_per_layer(warnings: list) -> list:
+    """Each layer's warning of each kind once, at its first step: a dying layer warns at
+    every step after, and the page lists layers, not steps."""
+    seen, out = set(), []
+    for warning in warnings:
+        key = (warning.get("kind"), warning.get("layer"))
+        if key not in seen:
+            seen.add(key)
+            out.append(warning)
+    return out
 
 
 def speed_key(config: dict) -> tuple:

@@ -239,6 +239,8 @@ def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:
             env["TAPEVIZ_MNIST_DIR"] = os.environ["TAPEVIZ_MNIST_DIR"]
     else:
         env = dict(os.environ)
+    if env.get("TAPEVIZ_MNIST_DIR") and not sandboxed:   # workers run in their own temp dir
+        env["TAPEVIZ_MNIST_DIR"] = os.path.abspath(os.path.expanduser(env["TAPEVIZ_MNIST_DIR"]))
     env["PYTHONPATH"] = sandbox.SANDBOX_PACKAGE_ROOT if sandboxed else str(PACKAGE_ROOT)
     if not config.hosted and os.environ.get("PYTHONPATH"):    # the user's own, as python sees it
         env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]

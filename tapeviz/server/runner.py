@@ -19,6 +19,7 @@ from .training_job import TrainingJob
 
 READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this long to import TF
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
+FINISH_S = 120.0             # once the program stopped: building and sending a large recording
 log = logging.getLogger("tapeviz.runner")
 
 __all__ = ["Config", "Limits", "Runner", "SandboxUnavailable", "TrainingJob",
@@ -205,14 +206,18 @@ class Runner:
     # -- jobs ---------------------------------------------------------------------------------
     def record(self, source: str, filename: str = "program.py",
                timeout: Optional[float] = None, on_wait=None, owner=None,
-               program: Optional[dict] = None, tapes: Optional[tuple] = None) -> dict:
+               program: Optional[dict] = None, tapes: Optional[tuple] = None,
+               on_phase=None) -> dict:
         """Run a program in a worker and return its recording as a plain dict.
 
         Never raises for a fault of the program or the worker: those come back in `error`.
         `on_wait(place)` is called while the run waits in the queue, each time its place
         changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it. `program`
         ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would; hosted mode keeps
-        only argv (its sandbox has its own directory). `tapes` (A, B): see worker/window.py."""
+        only argv (its sandbox has its own directory). `tapes` (A, B): see worker/window.py.
+        `on_phase(name)` says what the run waits for next: "starting" (a worker importing
+        TensorFlow), "running" (the program), "finishing" (the worker builds and sends the
+        recording)."""
         if program and self.config.hosted:
             program = {"argv": program.get("argv")}
         job = self._register(owner)
@@ -220,20 +225,24 @@ class Runner:
             if not self._runs.acquire(on_wait, job.cancelled):
                 return _cancelled(source)
             try:
-                return self._record(job, source, filename, timeout, program, tapes)
+                return self._record(job, source, filename, timeout, program, tapes, on_phase)
             finally:
                 self._runs.release()
         finally:
             self._unregister(job)
 
     def _record(self, job: Job, source: str, filename: str, timeout: Optional[float],
-                program: Optional[dict] = None, tapes: Optional[tuple] = None) -> dict:
+                program: Optional[dict] = None, tapes: Optional[tuple] = None,
+                on_phase=None) -> dict:
+        on_phase = on_phase or _ignore
         limits = self.config.limits
         timeout = limits.timeout_s if timeout is None else timeout
         worker = job.worker = self._take()
         try:
             if job.cancelled.is_set():
                 return _cancelled(source)
+            if not worker.ready.is_set():
+                on_phase("starting")
             if not worker.ready.wait(READY_TIMEOUT_S) and worker.proc.poll() is None:
                 return error_recording(source, "WorkerError",
                                        "the worker did not start in time (the machine is busy)")
@@ -249,7 +258,12 @@ class Runner:
                              "program": program, "tapes": list(tapes) if tapes else None})
             except OSError:
                 pass                 # it died: the reader reports the exit
+            on_phase("running")
             message, printed = _next_result(worker, timeout + GRACE_S, limits.max_stdout)
+            if message is not None and message.get("type") == "stopped":
+                on_phase("finishing")    # the time limit was kept; a big recording takes a while
+                message, more = _next_result(worker, FINISH_S, limits.max_stdout)
+                printed = (printed + more)[-limits.max_stdout:]
             if job.cancelled.is_set():
                 return _cancelled(source)
             if message is None:
@@ -322,5 +336,9 @@ def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
         printed = (printed + str(message.get("text", "")))[-max_stdout:]
 
 
+def _ignore(*args) -> None:
+    pass
+
+
 def _cancelled(source: str) -> dict:
-    return error_recording(source, "Cancelled", "the run was cancelled (its session ended)")
+    return error_recording(source, "Cancelled", "the run was cancelled before it finished")

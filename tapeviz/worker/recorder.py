@@ -24,6 +24,7 @@ import tensorflow as tf  # noqa: E402
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from . import exits  # noqa: E402
+from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
 from .window import TapeWindow  # noqa: E402
@@ -94,9 +95,9 @@ def _error(session: Session, exc: BaseException, filename: str, timeout: float) 
     else:
         line = _user_line(exc.__traceback__, filename)
         message = _plain_message(str(exc)) or type(exc).__name__
-        err = Error(type(exc).__name__, message, line)
+        err = Error(type(exc).__name__, message + explain.did_you_mean(exc), line)
     text = lines[err.line - 1] if err.line and 0 < err.line <= len(lines) else ""
-    err.hint = explain.error_hint(err.type, err.message, text)
+    err.hint = explain.error_hint(err.type, err.message, text, source=session.source)
     return err
 
 
@@ -149,7 +150,7 @@ def _time_limit(seconds: Optional[float]):
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
-           tapes: Optional[tuple] = None, emit=None) -> Recording:
+           tapes: Optional[tuple] = None, emit=None, on_stopped=None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
@@ -158,7 +159,9 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     `program` ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would (program.py);
     `tapes` (A, B) records only those top-level tapes (window.py). `emit`, if given (the
     worker's channel), receives printed output as it is written and, should the program
-    call os._exit, the recording so far (see exits.py)."""
+    call os._exit, the recording so far (see exits.py). `on_stopped()` is called when the
+    program has stopped and the recording is being built (the runner then knows the time
+    limit was kept and waits for a large recording)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
@@ -188,7 +191,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         with exits.streamed(out, emit) as stdout, contextlib.redirect_stdout(stdout), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout) as timer, env, \
-                tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class):
+                tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
+                mnist_served(session):
             exec(code, namespace)
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)
@@ -199,6 +203,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     finally:
         window.close()
         linecache.cache.pop(filename, None)
+        if on_stopped is not None:
+            on_stopped()
     session.quiet += 1
     try:
         session.scan_namespace(namespace)      # names bound by the program's last lines

@@ -135,7 +135,8 @@ def main(argv=None) -> int:
                               max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT),
                               program=job.get("program"),
                               tapes=tuple(job["tapes"]) if job.get("tapes") else None,
-                              emit=channel.send)
+                              emit=channel.send,
+                              on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
             os._exit(0)
         channel.send({"type": "recording", "recording": rec.to_dict(), "usage": usage()})

@@ -208,18 +208,34 @@ class QueueCommands:
         return self.queue.get()
 
 
-def _told_to_stop(commands, clock: Clock) -> bool:
+def _told_to_stop(commands, clock: Clock, on_snapshot=None) -> bool:
     """Check for a command between steps. A pause blocks here, on `commands.wait()`, until
-    "resume" or "stop"; its time is left out of steps/s."""
+    "resume" or "stop"; its time is left out of steps/s. "snapshot PATH", running or
+    paused, saves the state of this step there (`on_snapshot(PATH)`)."""
     if commands is None:
         return False
-    command = commands.poll()
-    if command == "pause":
-        paused_at = time.perf_counter()
-        while command not in ("resume", "stop"):
-            command = commands.wait()
+    command, paused_at = commands.poll(), None
+    while True:
+        if command and command.startswith("snapshot "):
+            if on_snapshot is not None:
+                on_snapshot(command.split(" ", 1)[1])
+        elif command == "pause" and paused_at is None:
+            paused_at = time.perf_counter()
+        elif paused_at is None or command in ("resume", "stop"):
+            break
+        command = commands.wait() if paused_at is not None else commands.poll()
+    if paused_at is not None:
         clock.exclude_since(paused_at)
     return command == "stop"
+
+
+def save_snapshot(path: str, model, optimizer, images, labels) -> None:
+    """The model's weights, the optimizer's state (Adam's moments and step count) and the
+    batch about to be trained, for the one-step program of "Inspect this step"."""
+    arrays = {f"weight_{i}": w for i, w in enumerate(model.get_weights())}
+    if optimizer.built:
+        arrays.update({f"optimizer_{i}": v.numpy() for i, v in enumerate(optimizer.variables)})
+    np.savez(path, images=images.numpy(), labels=labels.numpy(), **arrays)
 
 
 def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
@@ -265,9 +281,20 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
         clock.exclude_since(t0)
 
     step, reason = 0, "finished"
+
+    def snapshot(path, images, labels):
+        try:
+            save_snapshot(path, model, optimizer, images, labels)
+        except Exception as exc:  # noqa: BLE001 - e.g. a sandbox that cannot write there
+            emit({"type": "snapshot", "step": step, "error": f"{type(exc).__name__}: {exc}"})
+            return
+        emit({"type": "snapshot", "step": step, "path": path,
+              "step_program": record_one_step_program(cfg, snapshot=(path, step))})
+
     for epoch in range(1, int(cfg["epochs"]) + 1):
         for images, labels in dataset:
-            if _told_to_stop(commands, clock):
+            if _told_to_stop(commands, clock,
+                             lambda path: snapshot(path, images, labels)):  # noqa: B023
                 reason = "stopped"
                 break
             loss_value, grads = train_step(images, labels)
@@ -292,15 +319,19 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     emit({"type": "done", "step": step, "reason": reason, "elapsed_s": clock.elapsed()})
 
 
-def record_one_step_program(config: dict) -> str:
+def record_one_step_program(config: dict, snapshot=None) -> str:
     """A self-contained TF2 program: the same model, one batch, one tape, one Adam step.
 
     Pure text (no data or TF touched here); the `start` record carries it too, so the
     page can get it without importing this module.
     """
     cfg = {**DEFAULTS, **(config or {})}
+    if snapshot is not None:
+        return _snapshot_step_program(cfg, *snapshot)
     return (
-        '"""One training step of the tapeviz training page, for the recorder."""\n'
+        '"""One training step with the training page\'s model, batch size and learning rate.\n'
+        "It starts from freshly initialised weights and the first batch, not from the weights\n"
+        'the run has reached: a layer that died during training looks healthy here."""\n'
         "import tensorflow as tf\n"
         "from tapeviz import data\n\n"
         f"tf.keras.utils.set_random_seed({int(cfg['seed'])})\n"
@@ -311,6 +342,34 @@ def record_one_step_program(config: dict) -> str:
         + model_source(cfg["model"], "tuple(images.shape[1:])")
         + "loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n"
         f"optimizer = tf.keras.optimizers.Adam(learning_rate={float(cfg['learning_rate'])!r})\n\n"
+        "with tf.GradientTape() as tape:\n"
+        "    logits = model(images, training=True)\n"
+        "    loss_value = loss_object(labels, logits)\n"
+        "grads = tape.gradient(loss_value, model.trainable_variables)\n"
+        "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+        'print("loss", float(loss_value))\n'
+    )
+
+
+def _snapshot_step_program(cfg: dict, path: str, step: int) -> str:
+    """The step after `step` as the run takes it: its weights, Adam's state and its batch,
+    loaded from the snapshot the training worker saved at `path`."""
+    return (
+        f'"""Training step {step + 1} of the training page\'s run, for the recorder: the model\n'
+        f"as trained for {step} steps, Adam's state and the batch of step {step + 1}.\"\"\"\n"
+        "import numpy as np\n"
+        "import tensorflow as tf\n\n"
+        f"state = np.load({path!r})\n"
+        'images = tf.constant(state["images"])\n'
+        'labels = tf.constant(state["labels"])\n\n'
+        + model_source(cfg["model"], "tuple(images.shape[1:])")
+        + 'model.set_weights([state[f"weight_{i}"] for i in range(len(model.weights))])\n'
+        "loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n"
+        f"optimizer = tf.keras.optimizers.Adam(learning_rate={float(cfg['learning_rate'])!r})\n"
+        'if "optimizer_0" in state:      # Adam\'s moments and step count, as the run left them\n'
+        "    optimizer.build(model.trainable_variables)\n"
+        "    for i, variable in enumerate(optimizer.variables):\n"
+        '        variable.assign(state[f"optimizer_{i}"])\n\n'
         "with tf.GradientTape() as tape:\n"
         "    logits = model(images, training=True)\n"
         "    loss_value = loss_object(labels, logits)\n"

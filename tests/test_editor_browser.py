@@ -1,0 +1,94 @@
+"""The debugger's editor and waits in a real browser: the projector layout at 1280x720,
+the Ace editor offline (Tab indents, Ctrl+Enter runs, the error line marked), and Cancel.
+
+Saves screenshots to artifacts/."""
+import pytest
+
+from browser_util import WAIT_MS, assert_no_exception, screenshot_path, streamlit_server, sync_api, CHROMIUM, ARGS
+
+from tapeviz.page import share
+
+ENDLESS = "import tensorflow as tf\n\nx = tf.constant(1.0)\nwhile True:\n    x = x + 1.0\n"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture
+def page_at():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+        def make(width, height):
+            return browser.new_page(viewport={"width": width, "height": height})
+        try:
+            yield make
+        finally:
+            browser.close()
+
+
+def wait_for_graph(page):
+    try:
+        page.wait_for_selector(".js-plotly-plot .scatterlayer, .js-plotly-plot canvas", timeout=WAIT_MS)
+    except Exception:
+        page.screenshot(path=screenshot_path("editor_no_graph.png"))
+        raise
+    page.wait_for_timeout(1500)
+
+
+def test_projector_1280x720_shows_editor_and_graph_offline(server, page_at):
+    page = page_at(1280, 720)
+    elsewhere = []
+    page.on("request", lambda r: None if r.url.startswith((server, "data:", "blob:", "about:"))
+            else elsewhere.append(r.url))
+    page.goto(f"{server}/?example=higher_order")
+    wait_for_graph(page)
+    frame = page.frame_locator("iframe[title*='code_editor']")
+    frame.locator("#REACT_ACE_EDITOR").wait_for(timeout=WAIT_MS)
+    editor_box = page.locator("iframe[title*='code_editor']").bounding_box()
+    graph_box = page.locator(".js-plotly-plot").first.bounding_box()
+    page.screenshot(path=screenshot_path("projector_higher_order_1280x720.png"))
+    assert editor_box["y"] + 100 < 720 and graph_box["y"] + 100 < 720, (editor_box, graph_box)
+    assert graph_box["x"] > editor_box["x"] + editor_box["width"] - 5     # side by side
+    # Web fonts (Streamlit's icon font, the editor's Source Code Pro) fall back to local
+    # fonts offline; the editor's code itself must come from the app.
+    assert not [u for u in elsewhere if "fonts.g" not in u], f"requests off the app: {elsewhere}"
+    # Only the code is in the editor; the docstring's explanation is text beside it.
+    code = frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
+    assert "x = tf.Variable(1.0)" in code and "Second derivatives" not in code
+    assert frame.locator("#REACT_ACE_EDITOR .ace_gutter-cell").first.inner_text().strip() == "1"
+    assert_no_exception(page)
+
+
+def test_tab_indents_and_ctrl_enter_runs_with_the_error_line_marked(server, page_at):
+    page = page_at(1280, 720)
+    page.goto(f"{server}/?example=higher_order")
+    wait_for_graph(page)
+    frame = page.frame_locator("iframe[title*='code_editor']")
+    frame.locator("#REACT_ACE_EDITOR .ace_content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")          # indents in the editor, not a jump to the next control
+    page.keyboard.type("oops = 1")
+    assert "    oops = 1" in frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("text=IndentationError", timeout=WAIT_MS)
+    frame.locator(".tv-error-line").wait_for(timeout=WAIT_MS)
+    assert frame.locator("#REACT_ACE_EDITOR .ace_gutter-cell.ace_error").count() == 1
+    page.screenshot(path=screenshot_path("editor_error_line.png"))
+    assert_no_exception(page)
+
+
+def test_cancel_ends_the_run_and_leaves_the_page_clean(server, page_at):
+    page = page_at(1024, 768)
+    page.goto(f"{server}/?code={share.encode(ENDLESS)}")
+    page.wait_for_selector("text=Running your program", timeout=WAIT_MS)
+    page.get_by_role("button", name="Cancel").click()
+    page.wait_for_selector("text=Cancelled after", timeout=60_000)
+    page.wait_for_timeout(2000)
+    assert page.locator("text=Running your program").count() == 0
+    assert page.get_by_role("button", name="Cancel").count() == 0
+    assert_no_exception(page)
