@@ -10,7 +10,8 @@ import time
 from collections import deque
 from typing import Optional
 
-from ...recording import VARIABLE, Error, Recording
+from ...recording import FORWARD, VARIABLE, Error, Recording
+from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
@@ -46,6 +47,10 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.scanned: dict = {}          # id(frame) -> last line whose locals were scanned
         self.last_time = time.perf_counter()
         self.module_globals: Optional[dict] = None
+        self.deferred = Deferred()       # big tensors' stats, off the op callback's path
+        self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
+        self.late_alerts: list = []      # NaN/Inf found by deferred jobs
+        self.op_phase = FORWARD          # the phase of the op being recorded now
 
     # -- where in the user's program are we? ---------------------------------------------
 
@@ -59,6 +64,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         return None
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
+        self.deferred.drain()
+        self.merge_late_alerts()
         for state in list(self.active):
             self.pause_span(state)
         for tf_id, rid in self.tid.items():

@@ -9,9 +9,10 @@ import tensorflow as tf
 from tensorflow.python.eager import record as tape_record
 
 from .. import numerics
-from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Tensor)
+from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
+BIG = 16_384                      # tensors above this many elements get their stats deferred
 
 EagerTensor = type(tf.constant(0.0))
 RESOURCE = tf.resource.as_datatype_enum
@@ -87,13 +88,41 @@ class TensorsAndNames:
             a = t._numpy_internal()   # a view, no copy: read here and let go
         except Exception:
             return
+        if a.size > BIG and a.dtype.kind in "fc":
+            # A big activation's reductions run on the stats thread; its NaN/Inf alert is
+            # decided there, and the earliest op per kind and phase wins at finish.
+            self.pending_stats.add(rec.id)
+            self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
+            return
         rec.stats = stats = numerics.stats(a)
         if a.size <= SMALL_VALUE:
             rec.value = numerics.plain_value(a, stats is not None and not (stats.nan or stats.inf))
 
+    def _describe_later(self, rec: Tensor, phase: str):
+        def job(held):
+            self.pending_stats.discard(rec.id)
+            rec.stats = stats = numerics.stats(held[0])
+            if stats is not None and rec.producer is not None and (stats.nan or stats.inf):
+                for kind, count in (("nan", stats.nan), ("inf", stats.inf)):
+                    if count:
+                        self.late_alerts.append(Alert(kind, rec.producer, rec.id, rec.line, phase))
+        return job
+
+    def merge_late_alerts(self) -> None:
+        """Alerts found on the stats thread join the others: the first op per kind and phase."""
+        if not self.late_alerts:
+            return
+        first = {}
+        for alert in self.alerts + self.late_alerts:
+            key = (alert.kind, alert.phase)
+            if key not in first or (alert.op or 0) < (first[key].op or 0):
+                first[key] = alert
+        self.alerts = list(first.values())
+        self.late_alerts = []
+
     def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
-        if var.stats is None:
+        if var.stats is None and handle_rid not in self.pending_stats:
             var.shape = list(value.shape.as_list())
             var.dtype = value.dtype.name
             self.describe(var, value)
@@ -104,7 +133,7 @@ class TensorsAndNames:
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""
-        if self.tensors[rid].stats is not None:
+        if self.tensors[rid].stats is not None or rid in self.pending_stats:
             return
         self.quiet += 1
         try:
