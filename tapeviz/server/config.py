@@ -36,6 +36,7 @@ class Config:
     training: int = 1                # training jobs at once (their own queue, beside the runs)
     limits: Limits = field(default_factory=Limits)
     sandbox: str = "auto"            # hosted mode: "auto" (bwrap when it works), "bwrap", "none"
+    zygote: bool = True              # local mode: fork workers from one TF-imported process
 
     @property
     def hosted(self) -> bool:

@@ -65,7 +65,7 @@ class Worker:
     """One worker process and the reader thread that turns its messages into a queue."""
 
     def __init__(self, config: Config, bwrap: Optional[str] = None,
-                 uids: Optional[sandbox.UidPool] = None):
+                 uids: Optional[sandbox.UidPool] = None, zygote=None):
         self.uids = uids
         self.uid = uids.take() if uids is not None else None
         if uids is not None and self.uid is None:
@@ -81,10 +81,17 @@ class Worker:
             command = sandbox.bwrap_args(bwrap, self.workdir, env, command,
                                          mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
                                          disk_bytes=config.limits.disk_bytes)
-        self.proc = _spawner.call(lambda: subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL if config.hosted else None,
-            cwd=self.workdir, env=env, start_new_session=True))  # killpg reaches its children
+        self.proc = None
+        if zygote is not None and not bwrap and self.uid is None:
+            try:                     # local mode: forked from the zygote, TF already imported
+                self.proc = zygote.fork(self.workdir)
+            except OSError:
+                self.proc = None
+        if self.proc is None:
+            self.proc = _spawner.call(lambda: subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if config.hosted else None,
+                cwd=self.workdir, env=env, start_new_session=True))  # killpg reaches children
         self.messages: queue.Queue = queue.Queue()
         self.ready = threading.Event()   # set by its "ready" message, or when it is gone
         self._killed = False
@@ -170,6 +177,16 @@ class Worker:
                "SIGXCPU": " (its CPU-time limit)",
                "SIGXFSZ": " (its file-size limit)"}.get(name, "")
         return f"the worker process died from {name}{why}"
+
+
+def spawn(*args, **kwargs) -> subprocess.Popen:
+    """Popen from the long-lived spawner thread (see _Spawner)."""
+    return _spawner.call(lambda: subprocess.Popen(*args, **kwargs))
+
+
+def worker_env(config: Config) -> dict:
+    """The environment of a local worker (the zygote's, which its children inherit)."""
+    return _worker_env(config, tempfile.gettempdir())
 
 
 def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:

@@ -5,15 +5,17 @@ at once. No TensorFlow here: the Streamlit process imports this module.
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 from typing import Optional
 
-from . import sandbox
+from . import process, sandbox
 from ..recording import SCHEMA
 from .config import Config, Limits
 from .process import Worker
 from .queues import FairQueue, Job
 from .training_job import TrainingJob
+from .zygote import Zygote
 
 READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this long to import TF
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
@@ -47,7 +49,16 @@ class Runner:
         self._trainings = FairQueue(self.config.training)
         self._jobs: dict = {}
         self._closed = False
-        self.fill()
+        # Local mode forks workers from a zygote (TF imported once): every Run finds a worker
+        # in milliseconds, each job still in a process of its own. Hosted mode spawns each
+        # worker into its own sandbox, so it keeps a warm pool of spawned workers.
+        self.zygote: Optional[Zygote] = None
+        self._zygote_lock = threading.Lock()
+        if not self.config.hosted and self.config.zygote:
+            self.zygote = _start_zygote(self.config)
+            threading.Thread(target=self.fill, daemon=True).start()
+        else:
+            self.fill()
 
     def _set_up_hosted(self) -> None:
         if self.config.sandbox != "none":
@@ -79,7 +90,15 @@ class Runner:
 
     # -- the warm pool -----------------------------------------------------------------------
     def _new_worker(self) -> Worker:
-        return Worker(self.config, self.bwrap, self.uids)
+        zygote = self.zygote
+        if zygote is not None:
+            if not zygote.alive and not self._closed:
+                with self._zygote_lock:
+                    if self.zygote is zygote:
+                        self.zygote = _start_zygote(self.config)
+                    zygote = self.zygote
+            zygote.ready.wait(READY_TIMEOUT_S)
+        return Worker(self.config, self.bwrap, self.uids, zygote)
 
     def fill(self) -> None:
         with self._lock:
@@ -122,6 +141,8 @@ class Runner:
             job.cancel()
         for w in idle:
             w.kill()
+        if self.zygote is not None:
+            self.zygote.close()
 
     # -- owners -------------------------------------------------------------------------------
     def _register(self, owner) -> Job:
@@ -232,6 +253,10 @@ class Runner:
             self._trainings.release()
             self._unregister(job)
             raise
+
+
+def _start_zygote(config: Config) -> Zygote:
+    return Zygote(process.worker_env(config), tempfile.gettempdir(), start=process.spawn)
 
 
 def _cancelled(source: str) -> dict:

@@ -7,6 +7,7 @@ from typing import Optional
 
 import tensorflow as tf
 from tensorflow.python.eager import record as tape_record
+from tensorflow.python.framework.ops import EagerTensor   # no eager context at import
 
 from .. import numerics
 from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
@@ -14,7 +15,6 @@ from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
 BIG = 16_384                      # tensors above this many elements get their stats deferred
 
-EagerTensor = type(tf.constant(0.0))
 RESOURCE = tf.resource.as_datatype_enum
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
