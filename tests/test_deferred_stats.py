@@ -87,3 +87,28 @@ def test_a_forked_child_drains_without_the_parents_thread():
     _, status = os.waitpid(pid, 0)
     deferred.drain()
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_mid_size_tensors_held_until_kept_or_dropped():
+    # 1000-element tensors are held, not described, until the bounds decide: kept ones
+    # get numpy's stats of their value; a dropped op's NaN is still the first alert.
+    program = src("""
+        import numpy as np
+        import tensorflow as tf
+        bad = tf.math.log(tf.constant(np.full(1000, -1.0, dtype=np.float32)))
+        x = tf.constant(np.linspace(0.0, 1.0, 1000, dtype=np.float32))
+        for i in range(60):
+            x = x * 1.01 + 0.5
+        last = x
+        """)
+    namespace = {}
+    rec = recorder.record(program, max_ops=40, namespace=namespace)
+    assert rec.error is None and rec.dropped["ops"] > 0
+    nan = [a for a in rec.alerts if a.kind == "nan"]
+    assert len(nan) == 1 and nan[0].line == 3        # the log, whose op was dropped
+    assert rec.op(nan[0].op) is None
+    last = rec.tensor(rec.ops[-1].outputs[0])                 # the loop's last x
+    assert last.stats == numerics.stats(namespace["last"].numpy())
+    for t in rec.tensors:
+        if t.dtype == "float32" and t.kind == "intermediate":
+            assert t.stats is not None, t.id

@@ -127,6 +127,7 @@ class OpsAndTapes:
             self.dropped_ops += 1
             if self.dropped_ops % self.max_ops == 0:
                 self.compact()
+                self.settle_dropped()
         self.check_numerics(op)
 
     def which_tapes(self, inputs, outputs, forward_function) -> list:

@@ -50,6 +50,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.deferred = Deferred()       # big tensors' stats, off the op callback's path
         self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
         self.late_alerts: list = []      # NaN/Inf found by deferred jobs
+        self.lazy: dict = {}             # recording id -> mid-size tensor held for its stats
+        self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now
 
     # -- where in the user's program are we? ---------------------------------------------
@@ -65,7 +67,6 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
         self.deferred.drain()
-        self.merge_late_alerts()
         for state in list(self.active):
             self.pause_span(state)
         for tf_id, rid in self.tid.items():
@@ -78,6 +79,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
             tape.end_line = block_ends.get(tape.line, tape.end_line)
         kept = {op.id for op in self.ops}
         self.compact()
+        self.settle_all()
+        self.merge_late_alerts()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]
         dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record as tape_record
 from tensorflow.python.framework.ops import EagerTensor   # no eager context at import
@@ -13,7 +14,8 @@ from .. import numerics
 from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
-BIG = 16_384                      # tensors above this many elements get their stats deferred
+BIG = 16_384                      # tensors above this many elements: stats on the stats thread
+LAZY_BUDGET = 64 * 2**20          # bytes of mid-size tensors held until we know they are kept
 
 RESOURCE = tf.resource.as_datatype_enum
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
@@ -88,11 +90,19 @@ class TensorsAndNames:
             a = t._numpy_internal()   # a view, no copy: read here and let go
         except Exception:
             return
-        if a.size > BIG and a.dtype.kind in "fc":
-            # A big activation's reductions run on the stats thread; its NaN/Inf alert is
-            # decided there, and the earliest op per kind and phase wins at finish.
+        if a.size > SMALL_VALUE and a.dtype.kind in "fc":
             self.pending_stats.add(rec.id)
-            self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
+            if a.size > BIG:
+                # A big activation's reductions run on the stats thread; its NaN/Inf alert
+                # is decided there, and the earliest op per kind and phase wins at finish.
+                self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
+            else:
+                # Held until we know whether the bounds keep it: a kept tensor gets its stats
+                # at finish, a dropped one only the NaN/Inf check its alert needs.
+                self.lazy[rec.id] = (rec, a, t, self.op_phase)
+                self.lazy_bytes += a.nbytes
+                while self.lazy_bytes > LAZY_BUDGET:
+                    self.settle(next(iter(self.lazy)), kept=True)
             return
         rec.stats = stats = numerics.stats(a)
         if a.size <= SMALL_VALUE:
@@ -107,6 +117,23 @@ class TensorsAndNames:
                     if count:
                         self.late_alerts.append(Alert(kind, rec.producer, rec.id, rec.line, phase))
         return job
+
+    def settle(self, rid: int, kept: bool) -> None:
+        rec, a, t, phase = self.lazy.pop(rid)
+        self.lazy_bytes -= a.nbytes
+        if kept or rec.producer is None or not np.isfinite(np.add.reduce(a.reshape(-1))):
+            self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
+        self.pending_stats.discard(rid)
+
+    def settle_dropped(self) -> None:
+        """Held tensors that compaction forgot: only their NaN/Inf check is still owed."""
+        for rid in [rid for rid in self.lazy if rid not in self.tensors]:
+            self.settle(rid, kept=False)
+
+    def settle_all(self) -> None:
+        self.settle_dropped()
+        for rid in list(self.lazy):
+            self.settle(rid, kept=True)
 
     def merge_late_alerts(self) -> None:
         """Alerts found on the stats thread join the others: the first op per kind and phase."""
