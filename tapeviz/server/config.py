@@ -46,7 +46,7 @@ class Config:
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX and
-        _DISK_MB override its limits. In the app, Streamlit secrets named TAPEVIZ_* count
+        _DISK_MB override its limits; TAPEVIZ_ZYGOTE=0 spawns local workers instead of forking. In the app, Streamlit secrets named TAPEVIZ_* count
         too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
@@ -68,6 +68,7 @@ class Config:
         return cls(mode=mode, workers=int(env.get("TAPEVIZ_WORKERS", 2)),
                    warm=int(env.get("TAPEVIZ_WARM", 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
+                   zygote=env.get("TAPEVIZ_ZYGOTE", "1").strip() != "0",
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
 
 
