@@ -39,6 +39,7 @@ class Config:
     training: int = 1                # training jobs at once (their own queue, beside the runs)
     limits: Limits = field(default_factory=Limits)
     sandbox: str = "auto"            # hosted mode: "auto" (bwrap when it works), "bwrap", "none"
+    zygote: bool = True              # local mode: fork workers from one TF-imported process
 
     @property
     def hosted(self) -> bool:
@@ -48,7 +49,8 @@ class Config:
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
-        _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits. In the app, Streamlit secrets named TAPEVIZ_* count
+        _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits; TAPEVIZ_ZYGOTE=0
+        spawns local workers instead of forking them. In the app, Streamlit secrets named TAPEVIZ_* count
         too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
@@ -77,6 +79,7 @@ class Config:
         return cls(mode=mode, workers=int(env.get("TAPEVIZ_WORKERS", 2)),
                    warm=int(env.get("TAPEVIZ_WARM", 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
+                   zygote=env.get("TAPEVIZ_ZYGOTE", "1").strip() != "0",
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
 
 

@@ -68,7 +68,7 @@ class Worker:
 
     def __init__(self, config: Config, bwrap: Optional[str] = None,
                  uids: Optional[sandbox.UidPool] = None,
-                 cgroups: Optional[MemoryCgroups] = None):
+                 cgroups: Optional[MemoryCgroups] = None, zygote=None):
         self.uids = uids
         self.uid = uids.take() if uids is not None else None
         if uids is not None and self.uid is None:
@@ -99,12 +99,19 @@ class Worker:
             # nothing the worker ever starts is outside it.
             command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
                        self.cgroup.procs_file] + command
+        self.proc = None
+        if zygote is not None and not bwrap and self.uid is None and self.cgroup is None:
+            try:                     # local mode: forked from the zygote, TF already imported
+                self.proc = zygote.fork(self.workdir)
+            except OSError:
+                self.proc = None
         try:
-            self.proc = _spawner.call(lambda: subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL if config.hosted else None,
-                cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
-                pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
+            if self.proc is None:
+                self.proc = _spawner.call(lambda: subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL if config.hosted else None,
+                    cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
+                    pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
         except BaseException:
             if self.cgroup is not None:
                 self.cgroup.remove()
@@ -225,6 +232,16 @@ class Worker:
                "SIGXCPU": " (its CPU-time limit)",
                "SIGXFSZ": " (its file-size limit)"}.get(name, "")
         return f"the worker process died from {name}{why}"
+
+
+def spawn(*args, **kwargs) -> subprocess.Popen:
+    """Popen from the long-lived spawner thread (see _Spawner)."""
+    return _spawner.call(lambda: subprocess.Popen(*args, **kwargs))
+
+
+def worker_env(config: Config) -> dict:
+    """The environment of a local worker (the zygote's, which its children inherit)."""
+    return _worker_env(config, tempfile.gettempdir())
 
 
 def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:

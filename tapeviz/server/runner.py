@@ -5,17 +5,19 @@ at once. No TensorFlow here: the Streamlit process imports this module.
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from typing import Optional
 
-from . import protocol, sandbox
+from . import process, protocol, sandbox
 from ..recording import SCHEMA
 from .cgroup import MemoryCgroups
 from .config import Config, Limits
 from .process import Worker
 from .queues import FairQueue, Job
 from .training_job import TrainingJob
+from .zygote import Zygote
 
 READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this long to import TF
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
@@ -57,7 +59,16 @@ class Runner:
         self._trainings = FairQueue(self.config.training)
         self._jobs: dict = {}
         self._closed = False
-        self.fill()
+        # Local mode forks workers from a zygote (TF imported once): every Run finds a worker
+        # in milliseconds, each job still in a process of its own. Hosted mode spawns each
+        # worker into its own sandbox, so it keeps a warm pool of spawned workers.
+        self.zygote: Optional[Zygote] = None
+        self._zygote_lock = threading.Lock()
+        if not self.config.hosted and self.config.zygote:
+            self.zygote = _start_zygote(self.config)
+            threading.Thread(target=self.fill, daemon=True).start()
+        else:
+            self.fill()
 
     def _set_up_hosted(self) -> None:
         """The walls, or a refusal: hosted mode never runs strangers' code unsandboxed
@@ -132,7 +143,15 @@ class Runner:
 
     # -- the warm pool -----------------------------------------------------------------------
     def _new_worker(self) -> Worker:
-        return Worker(self.config, self.bwrap, self.uids, self.cgroups)
+        zygote = self.zygote
+        if zygote is not None:
+            if not zygote.alive and not self._closed:
+                with self._zygote_lock:
+                    if self.zygote is zygote:
+                        self.zygote = _start_zygote(self.config)
+                    zygote = self.zygote
+            zygote.ready.wait(READY_TIMEOUT_S)
+        return Worker(self.config, self.bwrap, self.uids, self.cgroups, zygote)
 
     def fill(self) -> None:
         with self._lock:
@@ -178,6 +197,8 @@ class Runner:
             job.cancel()
         for w in idle:
             w.kill()
+        if self.zygote is not None:
+            self.zygote.close()
 
     # -- owners -------------------------------------------------------------------------------
     def _register(self, owner) -> Job:
@@ -338,6 +359,10 @@ def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
 
 def _ignore(*args) -> None:
     pass
+
+
+def _start_zygote(config: Config) -> Zygote:
+    return Zygote(process.worker_env(config), tempfile.gettempdir(), start=process.spawn)
 
 
 def _cancelled(source: str) -> dict:

@@ -61,7 +61,7 @@ class OpsAndTapes:
         if isinstance(op_type, bytes):
             op_type = op_type.decode()
         function, role = function_call(op_type) if op_type.startswith("__") else (None, None)
-        phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
+        phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
         forward_function = role == "forward"
         caller = sys._getframe(1)
         frame = self.user_frame(caller)
@@ -144,6 +144,7 @@ class OpsAndTapes:
             self.dropped_ops += 1
             if self.dropped_ops % self.max_ops == 0:
                 self.compact()
+                self.settle_dropped()
         self.check_numerics(op)
 
     def which_tapes(self, inputs, outputs, forward_function) -> list:

@@ -11,8 +11,9 @@ import time
 from collections import deque
 from typing import Optional
 
-from ...recording import VARIABLE, Error, Recording
+from ...recording import FORWARD, VARIABLE, Error, Recording
 from ..frames import UserFiles, nearest_user_frame
+from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
@@ -52,6 +53,12 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.files = UserFiles(filename)  # the user's project files, named for the recording
         self.here: Optional[str] = None  # the file of the last user frame found: ops, tensors
         self.window = None               # a TapeWindow when only some top-level tapes record
+        self.deferred = Deferred()       # big tensors' stats, off the op callback's path
+        self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
+        self.late_alerts: list = []      # NaN/Inf found by deferred jobs
+        self.lazy: dict = {}             # recording id -> mid-size tensor held for its stats
+        self.lazy_bytes = 0
+        self.op_phase = FORWARD          # the phase of the op being recorded now
 
     # -- where in the user's program are we? ---------------------------------------------
 
@@ -62,6 +69,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         return f
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
+        self.deferred.drain()
         for state in list(self.active):
             self.pause_span(state)
         for tf_id, rid in self.tid.items():
@@ -78,6 +86,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
             tape.end_line = block_ends[text].get(tape.line, tape.end_line)
         kept = {op.id for op in self.ops}
         self.compact()
+        self.settle_all()
+        self.merge_late_alerts()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]
         if not self.tapes and _NAMES_TAPE.search(self.source) and error is None:

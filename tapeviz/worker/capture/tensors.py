@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record as tape_record
+from tensorflow.python.framework.ops import EagerTensor   # no eager context at import
 
 from .. import numerics
-from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Tensor)
+from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
+BIG = 16_384                      # tensors above this many elements: stats on the stats thread
+LAZY_BUDGET = 64 * 2**20          # bytes of mid-size tensors held until we know they are kept
 
-EagerTensor = type(tf.constant(0.0))
 RESOURCE = tf.resource.as_datatype_enum
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
@@ -97,6 +100,21 @@ class TensorsAndNames:
         except Exception:
             return
         try:
+            if a.size > SMALL_VALUE and a.dtype.kind in "fc":
+                self.pending_stats.add(rec.id)
+                if a.size > BIG:
+                    # A big activation's reductions run on the stats thread; its NaN/Inf alert
+                    # is decided there, and the earliest op per kind and phase wins at finish.
+                    self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t),
+                                         a.nbytes)
+                else:
+                    # Held until we know whether the bounds keep it: a kept tensor gets its
+                    # stats at finish, a dropped one only the NaN/Inf check its alert needs.
+                    self.lazy[rec.id] = (rec, a, t, self.op_phase)
+                    self.lazy_bytes += a.nbytes
+                    while self.lazy_bytes > LAZY_BUDGET:
+                        self.settle(next(iter(self.lazy)), kept=True)
+                return
             rec.stats = stats = numerics.stats(a)
             if a.size <= SMALL_VALUE:
                 rec.value = numerics.plain_value(a, stats is not None and not (stats.nan or stats.inf))
@@ -126,9 +144,53 @@ class TensorsAndNames:
                                                for w in self.warnings[-10:]):
             self.warnings.append({"line": line, "message": message})
 
+    def _describe_later(self, rec: Tensor, phase: str):
+        def job(held):
+            self.pending_stats.discard(rec.id)
+            try:
+                rec.stats = stats = numerics.stats(held[0])
+            except Exception as e:    # on the stats thread too: a warning, never the program's
+                self.fault(f"could not describe this {rec.dtype} tensor", e, rec.line, rec)
+                return
+            if stats is not None and rec.producer is not None and (stats.nan or stats.inf):
+                for kind, count in (("nan", stats.nan), ("inf", stats.inf)):
+                    if count:
+                        self.late_alerts.append(Alert(kind, rec.producer, rec.id, rec.line, phase,
+                                                     file=rec.file))
+        return job
+
+    def settle(self, rid: int, kept: bool) -> None:
+        rec, a, t, phase = self.lazy.pop(rid)
+        self.lazy_bytes -= a.nbytes
+        if kept or rec.producer is None or not np.isfinite(np.add.reduce(a.reshape(-1))):
+            self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
+        self.pending_stats.discard(rid)
+
+    def settle_dropped(self) -> None:
+        """Held tensors that compaction forgot: only their NaN/Inf check is still owed."""
+        for rid in [rid for rid in self.lazy if rid not in self.tensors]:
+            self.settle(rid, kept=False)
+
+    def settle_all(self) -> None:
+        self.settle_dropped()
+        for rid in list(self.lazy):
+            self.settle(rid, kept=True)
+
+    def merge_late_alerts(self) -> None:
+        """Alerts found on the stats thread join the others: the first op per kind and phase."""
+        if not self.late_alerts:
+            return
+        first = {}
+        for alert in self.alerts + self.late_alerts:
+            key = (alert.kind, alert.phase)
+            if key not in first or (alert.op or 0) < (first[key].op or 0):
+                first[key] = alert
+        self.alerts = list(first.values())
+        self.late_alerts = []
+
     def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
-        if var.stats is None:
+        if var.stats is None and handle_rid not in self.pending_stats:
             var.shape = list(value.shape.as_list())
             var.dtype = value.dtype.name
             self.describe(var, value)
@@ -139,7 +201,7 @@ class TensorsAndNames:
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""
-        if self.tensors[rid].stats is not None:
+        if self.tensors[rid].stats is not None or rid in self.pending_stats:
             return
         self.quiet += 1
         try:

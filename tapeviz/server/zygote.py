@@ -1,0 +1,138 @@
+"""The server's side of the zygote (local mode): one long-lived process that has imported
+TensorFlow and forks a fresh worker per request in milliseconds (worker/zygote.py).
+
+`Zygote.fork(workdir)` returns a `ForkedProc`, which answers the part of `Popen` that
+`process.Worker` uses (pid, stdin, stdout, poll, wait); exits come from the zygote.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import Optional
+
+
+class ForkedProc:
+    """A worker forked by the zygote, seen as a Popen."""
+
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int):
+        self.pid = pid
+        self.args = ["tapeviz.worker.zygote", str(pid)]
+        self.stdin = os.fdopen(stdin_fd, "wb")
+        self.stdout = os.fdopen(stdout_fd, "rb")
+        self.returncode: Optional[int] = None
+        self._exited = threading.Event()
+
+    def exited(self, code: int) -> None:
+        self.returncode = code
+        self._exited.set()
+
+    def poll(self) -> Optional[int]:
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+
+class Zygote:
+    def __init__(self, env: dict, cwd: str, start=subprocess.Popen):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = start([sys.executable, "-m", "tapeviz.worker.zygote", str(theirs.fileno())],
+                          pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
+                          cwd=cwd, start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self.ready = threading.Event()         # set once TF is imported, or when it is gone
+        self.dead = False
+        self._request = threading.Lock()       # one fork request at a time
+        self._lock = threading.Lock()          # the maps below
+        self._replies: queue.Queue = queue.Queue()
+        self._procs: dict = {}                 # pid -> ForkedProc still running
+        self._early: dict = {}                 # pid -> exit code that came before its proc
+        threading.Thread(target=self._read, name="tapeviz-zygote", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def fork(self, workdir: str) -> ForkedProc:
+        """A fresh worker process in `workdir`; OSError when the zygote cannot make one."""
+        if not self.ready.is_set() or not self.alive:
+            raise OSError("the zygote is not ready")
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            with self._request:
+                socket.send_fds(self.sock, [json.dumps({"workdir": workdir}).encode()],
+                                [in_r, out_w])
+                pid = self._replies.get(timeout=30)
+        except (OSError, queue.Empty) as e:
+            for fd in (in_w, out_r):
+                os.close(fd)
+            raise OSError(f"the zygote did not fork: {e}") from e
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        if pid is None:
+            os.close(in_w)
+            os.close(out_r)
+            raise OSError("the zygote is gone")
+        proc = ForkedProc(pid, in_w, out_r)
+        with self._lock:
+            if pid in self._early:
+                proc.exited(self._early.pop(pid))
+            else:
+                self._procs[pid] = proc
+        return proc
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            message = json.loads(data)
+            kind = message.get("type")
+            if kind == "ready":
+                self.ready.set()
+            elif kind == "forked":
+                self._replies.put(message["pid"])
+            elif kind == "exit":
+                with self._lock:
+                    proc = self._procs.pop(message["pid"], None)
+                    if proc is None:
+                        self._early[message["pid"]] = message["code"]
+                if proc is not None:
+                    proc.exited(message["code"])
+        # Gone: its workers live on without anyone to report their exits; end them.
+        self.dead = True
+        self.ready.set()
+        self._replies.put(None)
+        with self._lock:
+            procs, self._procs = list(self._procs.values()), {}
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.exited(-signal.SIGKILL)
+
+    def close(self) -> None:
+        self.dead = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
