@@ -69,10 +69,10 @@ def test_closing_the_tab_cancels_its_running_and_queued_runs():
         link = share.link(url + "/", code=SLEEPER)
         first.goto(link)
         assert wait_for(lambda: len(workers_of(pid)) == 1, 120), "the run starts a worker"
-        first.get_by_text("Running in a worker process").wait_for(timeout=60_000)
+        first.get_by_text("Running your program in a worker").wait_for(timeout=60_000)
         second = first.context.browser.new_page(viewport=first.viewport_size)
         second.goto(link)
-        second.get_by_text("Queued: the server is busy").wait_for(timeout=60_000)
+        second.get_by_text("Waiting for a free worker").wait_for(timeout=60_000)
         second.screenshot(path=screenshot_path("hosted-queued.png"))
         second.close()                           # the queued run's tab
         first.close()                            # the running run's tab

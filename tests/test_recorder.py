@@ -491,6 +491,20 @@ def test_infinite_loop_is_stopped_as_a_timeout_keeping_what_ran():
     assert [o.type for o in rec.ops] == ["Mul"]
 
 
+def test_a_timeout_keeps_the_line_the_first_alarm_interrupted():
+    # On a busy machine the re-armed alarm can fire while the first Timeout unwinds, and
+    # that Timeout's traceback no longer passes through the program: the line comes from
+    # where the first alarm stopped it.
+    session = recorder.Session("x = 1\ny = 2\nwhile True:\n    pass\n", "program.py")
+    timer = recorder._Timer()
+    timer.line = 3
+    try:
+        raise recorder.Timeout()
+    except recorder.Timeout as exc:     # raised here, in the test file: no program frame
+        error = recorder._error(session, exc, "program.py", 1.0, timer)
+    assert error.type == "Timeout" and error.line == 3
+
+
 def test_huge_recordings_keep_the_newest_ops_and_say_what_was_dropped():
     program = src("""
         import tensorflow as tf

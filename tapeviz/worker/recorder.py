@@ -84,10 +84,20 @@ def _user_line(tb, filename) -> Optional[int]:
     return line
 
 
-def _error(session: Session, exc: BaseException, filename: str, timeout: float) -> Error:
+def _frame_line(frame, filename: str) -> Optional[int]:
+    """The line of the innermost frame of `filename` on `frame`'s stack."""
+    while frame is not None:
+        if frame.f_code.co_filename == filename:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _error(session: Session, exc: BaseException, filename: str, timeout: float,
+           timer: Optional[_Timer] = None) -> Error:
     lines = session.source.splitlines()
     if isinstance(exc, Timeout):
-        line = _user_line(exc.__traceback__, filename)
+        line = _user_line(exc.__traceback__, filename) or (timer.line if timer else None)
         err = Error("Timeout", f"the program ran longer than its time limit of {timeout:g} s "
                     "and was stopped", line)
     elif isinstance(exc, SyntaxError) and exc.filename == filename:
@@ -114,6 +124,7 @@ def _plain_message(message: str) -> str:
 
 class _Timer:
     fired = False
+    line: Optional[int] = None    # the program's line the first alarm interrupted
 
 
 def _as_timeout(exc: BaseException, timer: Optional[_Timer]) -> BaseException:
@@ -125,7 +136,7 @@ def _as_timeout(exc: BaseException, timer: Optional[_Timer]) -> BaseException:
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: Optional[float]):
+def _time_limit(seconds: Optional[float], filename: str = "program.py"):
     """Raise Timeout in the user's program after `seconds` (main thread only)."""
     timer = _Timer()
     if not seconds or threading.current_thread() is not threading.main_thread():
@@ -135,6 +146,10 @@ def _time_limit(seconds: Optional[float]):
     def on_alarm(signum, frame):
         # Again a second later, in case the program catches BaseException and goes on.
         signal.setitimer(signal.ITIMER_REAL, 1.0)
+        if not timer.fired:
+            # Kept here: a later alarm may fire while the first Timeout unwinds (a busy
+            # machine), and its traceback no longer passes through the program.
+            timer.line = _frame_line(frame, filename)
         timer.fired = True
         raise Timeout()
 
@@ -190,7 +205,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     try:
         with exits.streamed(out, emit) as stdout, contextlib.redirect_stdout(stdout), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
-                    session, stdout, started, emit)), _time_limit(timeout) as timer, env, \
+                    session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session):
             exec(code, namespace)
@@ -199,7 +214,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             error = None
         else:
-            error = _error(session, exc, filename, timeout or 0)
+            error = _error(session, exc, filename, timeout or 0, timer)
     finally:
         window.close()
         linecache.cache.pop(filename, None)
