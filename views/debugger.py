@@ -214,7 +214,7 @@ def show_graph(rec, run_id):
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     layers = view.group_keys(rec)
-    row = st.columns(5)
+    row = [*st.columns(3), *st.columns(3)]     # three a row: whole labels even at 1024 px
     fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
     backward = row[1].toggle("Backward ops", key="backward", disabled=call_index is None,
                              help="The ops the gradient call ran.")
