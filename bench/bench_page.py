@@ -5,9 +5,10 @@ few examples prints, in seconds:
   cold   the first run after the server started (`?example=NAME` opened in a new tab:
          the zygote may still be importing TensorFlow, the page's modules load);
   warm   Run pressed again and again, back to back (median, min-max over the presses),
-         split as the browser sees it: click -> the worker started (the status says
-         "Running") -> the recording is back ("Finished") -> the script run is over
-         (Streamlit idle) -> the graph is drawn (plotly's SVG in the next frame).
+         split as the browser sees it: click -> the program runs (the status says
+         "Running your program") -> the run is drawn and timed (the page's "Run → drawn
+         in" line) -> the script run is over (Streamlit idle) -> the graph is on screen
+         (plotly's SVG in the next frame).
 Beside them, the server-side split of the same run (runner round trip, graph + layout,
 plotly figure, the figure's JSON size), measured in this process without a browser.
 
@@ -37,8 +38,8 @@ WATCH = """() => {
   const seen = () => {
     const text = document.body.innerText;
     const t = performance.now();
-    if (!window.__t.running && text.includes('Running in a worker process')) window.__t.running = t;
-    if (window.__t.running && !window.__t.finished && /Finished( with an error)? in/.test(text))
+    if (!window.__t.running && text.includes('Running your program')) window.__t.running = t;
+    if (window.__t.running && !window.__t.finished && /Run → drawn in/.test(text))
       window.__t.finished = t;
   };
   if (window.__obs) window.__obs.disconnect();
@@ -103,7 +104,8 @@ def open_example(page, url: str, name: str) -> float:
 
 def press_run(page) -> dict:
     page.evaluate(WATCH)
-    page.get_by_role("button", name="Run").click()
+    # The Run button lives in the editor's own frame (streamlit-code-editor's Ace).
+    page.frame_locator("iframe[title*='code_editor']").get_by_text("Run").click()
     page.wait_for_function(DRAWN, timeout=300_000, polling="raf")
     return stages(page)
 
@@ -176,7 +178,7 @@ def main():
         print(f"  {name:13s} warm {statistics.median(drawn):5.2f} [{min(drawn):.2f}-"
               f"{max(drawn):.2f}]   cold {cold:5.2f}"
               + (" (first page of a fresh server)" if first else " (new tab)"))
-        print(f"  {'':13s} click -> running {split['running']:.2f}, -> finished "
+        print(f"  {'':13s} click -> running {split['running']:.2f}, -> drawn and timed "
               f"{split['finished']:.2f}, -> script over {split['idle']:.2f}, -> drawn "
               f"{statistics.median(drawn):.2f}")
         print(f"  {'':13s} each press: " + " ".join(f"{d:.2f}" for d in drawn))
