@@ -60,21 +60,34 @@ def stats(a: np.ndarray) -> Optional[Stats]:
             mean = float(np.mean(scaled, dtype=np.float64)) * scale
             std = float(np.std(scaled, dtype=np.float64)) * scale
         return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
-    mean = float(np.add.reduce(flat, dtype=np.float64)) / n
-    # One pass for the spread, E[x^2] - mean^2, accumulated in float64: small arrays are
-    # copied to float64 for a dot product; big ones go through einsum, which casts in
-    # small buffers (no float64 copy of the whole tensor; float32 BLAS loses the spread).
-    if n <= 4096 or flat.dtype == np.float64:
-        f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-        square = float(np.dot(f64, f64)) / n
-    else:
-        square = float(np.einsum("i,i->", flat, flat, dtype=np.float64)) / n
+    total, squares = _sums(flat)
+    mean, square = total / n, squares / n
     var = square - mean * mean
     if var < 1e-8 * square:
         # The one-pass form cancels for values far from zero (1000 + 0.01 * noise):
         # two passes, still in float64
         var = float(np.var(flat, dtype=np.float64))
     return Stats(lo, hi, mean, float(np.sqrt(max(var, 0.0))), nan, inf)
+
+
+_CHUNK = 8192       # float64 elements: 64 KiB stays in cache, below malloc's mmap threshold
+                    # and below the size at which BLAS starts threads for a dot product
+
+
+def _sums(flat: np.ndarray) -> tuple:
+    """Sum and sum of squares of `flat`, accumulated in float64, in one pass: each chunk is
+    cast to float64 once (in cache) and summed and dotted with itself there. Two reductions
+    over a float32 tensor with dtype=float64 cast it twice, in NumPy's small buffers, and
+    float32 BLAS would lose the spread."""
+    if flat.dtype == np.float64:
+        return float(np.add.reduce(flat)), float(np.dot(flat, flat))
+    total = squares = 0.0
+    add, dot, f64 = np.add.reduce, np.dot, np.float64
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start:start + _CHUNK].astype(f64)
+        total += float(add(chunk))
+        squares += float(dot(chunk, chunk))
+    return total, squares
 
 
 def preview(a) -> str:
