@@ -139,4 +139,5 @@ def norm(g) -> Optional[float]:
         return None
     if a.dtype.kind == "c":
         a = np.abs(a)
-    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64)))) if a.size else 0.0
+    # the sum of squares of _sums: no float64 copy of the whole gradient
+    return math.sqrt(_sums(a.reshape(-1))[1]) if a.size else 0.0
