@@ -41,6 +41,10 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         if v in (float("inf"), float("-inf")):
             return Stats(None, None, None, None, 0, 1)
         return Stats(v, v, v, 0.0)
+    if a.size <= SMALL_SUMS and a.dtype.kind in "fiu":
+        small = _small_stats(a.reshape(-1).tolist())
+        if small is not None:
+            return small
     nan = inf = 0
     flat = a.reshape(-1)
     lo, hi = float(flat.min()), float(flat.max())   # NaN and Inf show up here
@@ -68,6 +72,27 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         # two passes, still in float64
         var = float(np.var(flat, dtype=np.float64))
     return Stats(lo, hi, mean, float(np.sqrt(max(var, 0.0))), nan, inf)
+
+
+SMALL_SUMS = 32     # up to this many elements, Python's float sums beat NumPy's call costs
+
+
+def _small_stats(xs: list) -> Optional[Stats]:
+    """Stats of a few finite numbers in plain Python: an exact sum (fsum) and a two-pass
+    spread, in float64. None when a NaN, an Inf or huge values need NumPy's path."""
+    try:
+        total = math.fsum(xs)
+    except (OverflowError, ValueError):
+        return None
+    if not math.isfinite(total):
+        return None
+    lo, hi = min(xs), max(xs)
+    if max(-lo, hi) > 1e150:
+        return None
+    n = len(xs)
+    mean = total / n
+    var = math.fsum([(x - mean) * (x - mean) for x in xs]) / n
+    return Stats(float(lo), float(hi), mean, math.sqrt(var))
 
 
 _CHUNK = 8192       # float64 elements: 64 KiB stays in cache, below malloc's mmap threshold
@@ -116,6 +141,8 @@ def string_value(a):
 
 def plain_value(a: np.ndarray, finite: bool = False):
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        if finite and a.dtype.kind == "f":
+            return a.tolist()          # float16/32/64 -> Python floats, exactly; no copy
         if finite:
             return a.astype(np.float64).tolist()
         flat = [encode_float(float(x)) for x in a.astype(np.float64).ravel()]
