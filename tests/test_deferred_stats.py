@@ -112,3 +112,26 @@ def test_mid_size_tensors_held_until_kept_or_dropped():
     for t in rec.tensors:
         if t.dtype == "float32" and t.kind == "intermediate":
             assert t.stats is not None, t.id
+
+
+def test_big_gradient_flow_norms_equal_numpys_of_the_plain_gradients():
+    n = capture_tensors.BIG * 2
+    program = src(f"""
+        import tensorflow as tf
+        x = tf.Variable(tf.random.normal([{n}], seed=1))
+        with tf.GradientTape(persistent=True) as tape:
+            h = tf.tanh(x * 2.0)
+            y = tf.reduce_sum(h * h)
+        g = tape.gradient(y, x)
+        dh = tape.gradient(y, h)
+        """)
+    namespace = {}
+    rec = recorder.record(program, namespace=namespace)
+    assert rec.error is None
+    ids = {t.name: t.id for t in rec.tensors}
+    first = rec.tapes[0].gradients[0].flow
+    norms = {f.tensor: f.norm for f in first}
+    # the reference: NumPy's float64 norm of the gradients the program itself got
+    for name, grad in (("x", "g"), ("h", "dh")):
+        want = float(np.linalg.norm(namespace[grad].numpy().astype(np.float64)))
+        assert norms[ids[name]] == pytest.approx(want, rel=1e-12), name

@@ -41,6 +41,10 @@ def stats(a: np.ndarray) -> Optional[Stats]:
         if v in (float("inf"), float("-inf")):
             return Stats(None, None, None, None, 0, 1)
         return Stats(v, v, v, 0.0)
+    if a.size <= SMALL_SUMS and a.dtype.kind in "fiu":
+        small = _small_stats(a.reshape(-1).tolist())
+        if small is not None:
+            return small
     nan = inf = 0
     flat = a.reshape(-1)
     lo, hi = float(flat.min()), float(flat.max())   # NaN and Inf show up here
@@ -60,21 +64,55 @@ def stats(a: np.ndarray) -> Optional[Stats]:
             mean = float(np.mean(scaled, dtype=np.float64)) * scale
             std = float(np.std(scaled, dtype=np.float64)) * scale
         return Stats(lo, hi, encode_float(mean), encode_float(std), nan, inf)
-    mean = float(np.add.reduce(flat, dtype=np.float64)) / n
-    # One pass for the spread, E[x^2] - mean^2, accumulated in float64: small arrays are
-    # copied to float64 for a dot product; big ones go through einsum, which casts in
-    # small buffers (no float64 copy of the whole tensor; float32 BLAS loses the spread).
-    if n <= 4096 or flat.dtype == np.float64:
-        f64 = flat if flat.dtype == np.float64 else flat.astype(np.float64)
-        square = float(np.dot(f64, f64)) / n
-    else:
-        square = float(np.einsum("i,i->", flat, flat, dtype=np.float64)) / n
+    total, squares = _sums(flat)
+    mean, square = total / n, squares / n
     var = square - mean * mean
     if var < 1e-8 * square:
         # The one-pass form cancels for values far from zero (1000 + 0.01 * noise):
         # two passes, still in float64
         var = float(np.var(flat, dtype=np.float64))
     return Stats(lo, hi, mean, float(np.sqrt(max(var, 0.0))), nan, inf)
+
+
+SMALL_SUMS = 32     # up to this many elements, Python's float sums beat NumPy's call costs
+
+
+def _small_stats(xs: list) -> Optional[Stats]:
+    """Stats of a few finite numbers in plain Python: an exact sum (fsum) and a two-pass
+    spread, in float64. None when a NaN, an Inf or huge values need NumPy's path."""
+    try:
+        total = math.fsum(xs)
+    except (OverflowError, ValueError):
+        return None
+    if not math.isfinite(total):
+        return None
+    lo, hi = min(xs), max(xs)
+    if max(-lo, hi) > 1e150:
+        return None
+    n = len(xs)
+    mean = total / n
+    var = math.fsum([(x - mean) * (x - mean) for x in xs]) / n
+    return Stats(float(lo), float(hi), mean, math.sqrt(var))
+
+
+_CHUNK = 8192       # float64 elements: 64 KiB stays in cache, below malloc's mmap threshold
+                    # and below the size at which BLAS starts threads for a dot product
+
+
+def _sums(flat: np.ndarray) -> tuple:
+    """Sum and sum of squares of `flat`, accumulated in float64, in one pass: each chunk is
+    cast to float64 once (in cache) and summed and dotted with itself there. Two reductions
+    over a float32 tensor with dtype=float64 cast it twice, in NumPy's small buffers, and
+    float32 BLAS would lose the spread."""
+    if flat.dtype == np.float64:
+        return float(np.add.reduce(flat)), float(np.dot(flat, flat))
+    total = squares = 0.0
+    add, dot, f64 = np.add.reduce, np.dot, np.float64
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start:start + _CHUNK].astype(f64)
+        total += float(add(chunk))
+        squares += float(dot(chunk, chunk))
+    return total, squares
 
 
 def preview(a) -> str:
@@ -103,6 +141,8 @@ def string_value(a):
 
 def plain_value(a: np.ndarray, finite: bool = False):
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        if finite and a.dtype.kind == "f":
+            return a.tolist()          # float16/32/64 -> Python floats, exactly; no copy
         if finite:
             return a.astype(np.float64).tolist()
         flat = [encode_float(float(x)) for x in a.astype(np.float64).ravel()]
@@ -126,4 +166,5 @@ def norm(g) -> Optional[float]:
         return None
     if a.dtype.kind == "c":
         a = np.abs(a)
-    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64)))) if a.size else 0.0
+    # the sum of squares of _sums: no float64 copy of the whole gradient
+    return math.sqrt(_sums(a.reshape(-1))[1]) if a.size else 0.0

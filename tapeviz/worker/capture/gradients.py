@@ -10,7 +10,7 @@ import tensorflow as tf
 from ... import explain
 from .. import numerics
 from ...recording import BACKWARD, Alert, FlowEntry, GradientCall, GradResult, Op, encode_float
-from .tensors import TRAINABLE_ENUMS, EagerTensor
+from .tensors import BIG, TRAINABLE_ENUMS, EagerTensor
 
 
 class GradientsAndAlerts:
@@ -42,20 +42,40 @@ class GradientsAndAlerts:
             gid = self.tensor_id(getattr(grad, "values", grad), line) \
                 if isinstance(getattr(grad, "values", grad), EagerTensor) else None
             call.results.append(GradResult(rid, gid))
-            call.flow.append(FlowEntry(rid, encode_float(numerics.norm(grad))))
+            call.flow.append(self.flow_entry(rid, grad))
         grad_of = {}
         for tf_id, grad in zip(flow_ids, flow_grads):
             rid = self.tid.get(tf_id)
-            norm = numerics.norm(grad)
-            if rid is None or norm is None:
+            entry = self.flow_entry(rid, grad) if rid is not None else None
+            if entry is None:
                 continue
-            call.flow.append(FlowEntry(rid, encode_float(norm)))
+            call.flow.append(entry)
             g = getattr(grad, "values", grad)
             if isinstance(g, EagerTensor) and g._id in self.tid:
                 grad_of[self.tid[g._id]] = rid
         self.scope_backward_ops(first_backward_op, grad_of)
         if any(r.grad is None for r in call.results):
             self.explain_nones(state, call)
+
+    def flow_entry(self, rid: int, grad):
+        """The flow entry of d target / d tensor `rid`, or None when `grad` has no norm. A big
+        gradient's norm is taken on the stats thread (the entry is filled in before finish),
+        so the user's `gradient` call returns without waiting for it."""
+        g = getattr(grad, "values", grad)
+        if isinstance(g, EagerTensor):
+            try:
+                a = g._numpy_internal()       # a view, no copy; the job holds the tensor
+            except Exception:
+                a = None
+            if a is not None and a.size > BIG:
+                entry = FlowEntry(rid, None)
+
+                def job(held, entry=entry):
+                    entry.norm = encode_float(numerics.norm(held[0]))
+                self.deferred.submit(job, (a, g), a.nbytes)
+                return entry
+        norm = numerics.norm(grad)
+        return FlowEntry(rid, encode_float(norm)) if norm is not None else None
 
     def source_id(self, src, line) -> int:
         handle = getattr(src, "handle", None)

@@ -174,7 +174,7 @@ class OpsAndTapes:
     def _watches_any(state, tape, inputs) -> bool:
         refreshed = False
         for t in inputs:
-            enum = t.dtype.as_datatype_enum
+            enum = t._datatype_enum()      # not .dtype: a Python property, per input per op
             if enum not in TRAINABLE_ENUMS:
                 continue
             if t._id in state.ids:

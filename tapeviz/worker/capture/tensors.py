@@ -18,6 +18,17 @@ BIG = 16_384                      # tensors above this many elements: stats on t
 LAZY_BUDGET = 64 * 2**20          # bytes of mid-size tensors held until we know they are kept
 
 RESOURCE = tf.resource.as_datatype_enum
+
+
+class _DtypeNames(dict):
+    """TF dtype enum -> its name ("float32"), filled on first sight of each dtype."""
+
+    def __missing__(self, enum):
+        self[enum] = name = tf.dtypes.as_dtype(enum).name
+        return name
+
+
+_DTYPE_NAMES = _DtypeNames()
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
     tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
@@ -79,12 +90,12 @@ class TensorsAndNames:
         rid = self.next_tensor
         self.next_tensor += 1
         self.tid[tf_id] = rid
-        dtype = t.dtype
-        if dtype.as_datatype_enum == RESOURCE:
+        enum = t._datatype_enum()          # not .dtype, a Python property: this runs per tensor
+        if enum == RESOURCE:
             rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
                          producer=producer, line=line, file=self.here)
         else:
-            rec = Tensor(rid, None, list(t._shape_tuple()), dtype.name,
+            rec = Tensor(rid, None, list(t._shape_tuple()), _DTYPE_NAMES[enum],
                          INTERMEDIATE if producer is not None else CONSTANT,
                          producer=producer, line=line, file=self.here)
             self.describe(rec, t)
