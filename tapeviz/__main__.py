@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import sys
 import sysconfig
@@ -127,9 +128,22 @@ def record_main(args) -> int:
               file=sys.stderr)
         if error.get("hint"):
             print(f"hint: {error['hint']}", file=sys.stderr)
-        return 1
+        return program_status(error)
     print(f"tapeviz record: ok ({summary})", file=sys.stderr)
     return 0
+
+
+_EXIT_CODE = re.compile(r"(?:the program ended with os\._exit\()?(-?\d+)\)?")
+
+
+def program_status(error: dict) -> int:
+    """The status `python PROGRAM.py` would have ended with: sys.exit(n) and os._exit(n)
+    give n (as the OS keeps it, 0-255); anything else that failed gives 1."""
+    if error.get("type") == "SystemExit":
+        code = _EXIT_CODE.fullmatch(str(error.get("message", "")).strip())
+        if code is not None:
+            return int(code.group(1)) & 0xFF or 1
+    return 1
 
 
 def view_main(args) -> int:

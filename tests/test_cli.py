@@ -43,6 +43,21 @@ def test_record_writes_the_recording_and_exits_0(tmp_path):
     assert any(op["type"] == "Mul" and op["line"] == 4 for op in data["ops"])
 
 
+def test_record_exits_with_the_programs_own_sys_exit_status(tmp_path):
+    program = write(tmp_path, "quits.py", """
+        import sys
+        import tensorflow as tf
+        print(float(tf.constant(2.0) * 3.0))
+        sys.exit(3)
+    """)
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True)
+    out = tmp_path / "run.json"
+    result = cli("record", str(program), "-o", str(out))
+    assert plain.returncode == 3                      # the reference: plain Python
+    assert result.returncode == plain.returncode, result.stderr
+    assert json.loads(out.read_text())["stdout"] == plain.stdout
+
+
 def test_record_exits_1_and_keeps_the_partial_recording_on_an_exception(tmp_path):
     program = write(tmp_path, "bad.py", """
         import tensorflow as tf
