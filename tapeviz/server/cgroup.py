@@ -11,10 +11,11 @@ from __future__ import annotations
 import errno
 import itertools
 import os
-import signal
 import time
 from pathlib import Path
 from typing import Optional
+
+from . import sandbox
 
 _counter = itertools.count()
 
@@ -203,16 +204,7 @@ class WorkerCgroup:
                 _write(self.path / "cgroup.kill", "1")
             except OSError:
                 pass
-        for _ in range(20):                   # v1, or a fork racing the kill
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.02)
+        sandbox.kill_all(self.pids, rounds=20, pause=0.02)   # v1, or a fork racing the kill
 
     def remove(self) -> None:
         self.kill()

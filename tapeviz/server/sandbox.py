@@ -14,6 +14,7 @@ import site
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -296,8 +297,14 @@ def kill_uid(uid: int, rounds: int = 20) -> None:
     """SIGKILL every process of `uid`; repeat while a fork bomb still makes new ones."""
     if uid is None or uid < 1000:
         return
+    kill_all(lambda: processes_of(uid), rounds)
+
+
+def kill_all(list_pids, rounds: int = 20, pause: float = 0.0) -> None:
+    """SIGKILL the processes `list_pids()` names, again and again while new ones appear
+    (a fork racing the kill), at most `rounds` times."""
     for _ in range(rounds):
-        pids = processes_of(uid)
+        pids = list_pids()
         if not pids:
             return
         for pid in pids:
@@ -305,3 +312,5 @@ def kill_uid(uid: int, rounds: int = 20) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if pause:
+            time.sleep(pause)

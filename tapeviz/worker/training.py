@@ -342,13 +342,19 @@ def record_one_step_program(config: dict, snapshot=None) -> str:
         + model_source(cfg["model"], "tuple(images.shape[1:])")
         + "loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n"
         f"optimizer = tf.keras.optimizers.Adam(learning_rate={float(cfg['learning_rate'])!r})\n\n"
-        "with tf.GradientTape() as tape:\n"
-        "    logits = model(images, training=True)\n"
-        "    loss_value = loss_object(labels, logits)\n"
-        "grads = tape.gradient(loss_value, model.trainable_variables)\n"
-        "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
-        'print("loss", float(loss_value))\n'
+        + _STEP_SOURCE
     )
+
+
+# The one step both programs record: the eager guide's, as the training loop takes it.
+_STEP_SOURCE = (
+    "with tf.GradientTape() as tape:\n"
+    "    logits = model(images, training=True)\n"
+    "    loss_value = loss_object(labels, logits)\n"
+    "grads = tape.gradient(loss_value, model.trainable_variables)\n"
+    "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    'print("loss", float(loss_value))\n'
+)
 
 
 def _snapshot_step_program(cfg: dict, path: str, step: int) -> str:
@@ -370,10 +376,5 @@ def _snapshot_step_program(cfg: dict, path: str, step: int) -> str:
         "    optimizer.build(model.trainable_variables)\n"
         "    for i, variable in enumerate(optimizer.variables):\n"
         '        variable.assign(state[f"optimizer_{i}"])\n\n'
-        "with tf.GradientTape() as tape:\n"
-        "    logits = model(images, training=True)\n"
-        "    loss_value = loss_object(labels, logits)\n"
-        "grads = tape.gradient(loss_value, model.trainable_variables)\n"
-        "optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
-        'print("loss", float(loss_value))\n'
+        + _STEP_SOURCE
     )
