@@ -167,9 +167,13 @@ def test_open_files_are_bounded(pool):
 # -- the protocol ------------------------------------------------------------------------------
 
 FORGE = """
-import gc, json, linecache
+import json, linecache, sys
 SOURCE = ''.join(linecache.cache[__file__][2])    # the program's own text, as the server has it
-channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')
+# The worker's message channel is a local of its main loop, up the program's own stack.
+frame = sys._getframe()
+while 'channel' not in frame.f_locals:
+    frame = frame.f_back
+channel = frame.f_locals['channel']
 ops = [{{"id": i, "type": "AddV2", "inputs": [], "outputs": [], "line": 1, "scope": None,
         "tapes": [], "phase": "forward", "duration_us": 0}} for i in range({ops})]
 forged = {{"schema": "tapeviz.recording/1", "source": SOURCE, "stdout": "", "error": None,
@@ -207,8 +211,11 @@ def test_messages_without_the_secret_or_over_the_size_drop_the_worker(pool):
         "    except OSError:\n        pass\nimport time\ntime.sleep(3)\n")
     assert no_secret["error"]["type"] == "ProtocolError", no_secret["error"]
     huge = pool.record(
-        "import gc\n"
-        "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "import sys\n"
+        "frame = sys._getframe()\n"
+        "while 'channel' not in frame.f_locals:\n"
+        "    frame = frame.f_back\n"
+        "channel = frame.f_locals['channel']\n"
         f"channel._out.write('[' + '0,' * ({protocol.MAX_MESSAGE} // 2 + 10) + '0]\\n')\n"
         "channel._out.flush()\n")
     assert huge["error"]["type"] == "WorkerError" and "64 MiB" in huge["error"]["message"]
