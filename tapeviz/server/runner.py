@@ -157,8 +157,8 @@ class Runner:
         with self._lock:
             if self._closed:
                 return
-            dead = [w for w in self._idle if w.proc.poll() is not None]
-            self._idle = [w for w in self._idle if w.proc.poll() is None]
+            dead = [w for w in self._idle if not _usable(w)]
+            self._idle = [w for w in self._idle if _usable(w)]
             while len(self._idle) < self.config.warm:
                 self._idle.append(self._new_worker())
         for w in dead:
@@ -167,7 +167,7 @@ class Runner:
     def _take(self) -> Worker:
         with self._lock:
             worker = self._idle.pop(0) if self._idle else None
-        if worker is not None and worker.proc.poll() is not None:
+        if worker is not None and not _usable(worker):
             worker.kill()
             worker = None
         if worker is None:
@@ -355,6 +355,11 @@ def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
         if message is None or message.get("type") != "stdout":
             return message, printed
         printed = (printed + str(message.get("text", "")))[-max_stdout:]
+
+
+def _usable(worker) -> bool:
+    """An idle worker can take a job: it runs, and (if forked) its zygote still watches it."""
+    return worker.proc.poll() is None and not getattr(worker.proc, "orphaned", False)
 
 
 def _ignore(*args) -> None:

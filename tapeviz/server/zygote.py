@@ -20,8 +20,9 @@ from typing import Optional
 class ForkedProc:
     """A worker forked by the zygote, seen as a Popen."""
 
-    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int):
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int, zygote: "Zygote"):
         self.pid = pid
+        self._zygote = zygote
         self.args = ["tapeviz.worker.zygote", str(pid)]
         self.stdin = os.fdopen(stdin_fd, "wb")
         self.stdout = os.fdopen(stdout_fd, "rb")
@@ -34,6 +35,12 @@ class ForkedProc:
 
     def poll(self) -> Optional[int]:
         return self.returncode
+
+    @property
+    def orphaned(self) -> bool:
+        """Its zygote is gone, so nobody will report its exit; the zygote's reader ends it
+        soon, so a job must not be handed to it (the race a dead zygote leaves)."""
+        return self.returncode is None and not self._zygote.alive
 
     def wait(self, timeout: Optional[float] = None) -> int:
         if not self._exited.wait(timeout):
@@ -84,7 +91,7 @@ class Zygote:
             os.close(in_w)
             os.close(out_r)
             raise OSError("the zygote is gone")
-        proc = ForkedProc(pid, in_w, out_r)
+        proc = ForkedProc(pid, in_w, out_r, self)
         with self._lock:
             if pid in self._early:
                 proc.exited(self._early.pop(pid))
