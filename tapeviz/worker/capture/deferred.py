@@ -77,6 +77,14 @@ class Deferred:
         return True
 
     def _serve(self) -> None:
+        # The lowest priority: the stats use a core only when the program leaves it idle
+        # (eager Python between ops leaves TensorFlow's threads idle often); when they fall
+        # behind, the byte budget's back-pressure makes the op callback do them instead.
+        # Linux takes a thread id here, so this thread alone is lowered.
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (OSError, AttributeError):
+            pass
         while True:
             with self._lock:
                 while not self._jobs and not self._closed:

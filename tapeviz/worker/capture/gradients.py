@@ -59,8 +59,10 @@ class GradientsAndAlerts:
 
     def flow_entry(self, rid: int, grad):
         """The flow entry of d target / d tensor `rid`, or None when `grad` has no norm. A big
-        gradient's norm is taken on the stats thread (the entry is filled in before finish),
-        so the user's `gradient` call returns without waiting for it."""
+        gradient's norm is not computed here, so the user's `gradient` call returns without
+        waiting for it: when the gradient is a recorded tensor (a backward op's output), its
+        stats give the norm at finish (||g||^2 = n (std^2 + mean^2)); otherwise the stats
+        thread takes it."""
         g = getattr(grad, "values", grad)
         if isinstance(g, EagerTensor):
             try:
@@ -69,6 +71,11 @@ class GradientsAndAlerts:
                 a = None
             if a is not None and a.size > BIG:
                 entry = FlowEntry(rid, None)
+                described = self.tensors.get(self.tid.get(g._id))
+                if described is not None and (described.stats is not None
+                                             or described.id in self.pending_stats):
+                    self.norms_from_stats.append((entry, described))
+                    return entry
 
                 def job(held, entry=entry):
                     entry.norm = encode_float(numerics.norm(held[0]))
@@ -76,6 +83,12 @@ class GradientsAndAlerts:
                 return entry
         norm = numerics.norm(grad)
         return FlowEntry(rid, encode_float(norm)) if norm is not None else None
+
+    def fill_norms_from_stats(self) -> None:
+        """At finish, once every big tensor's stats are in: the norms flow_entry left."""
+        for entry, rec in self.norms_from_stats:
+            entry.norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
+        self.norms_from_stats = []
 
     def source_id(self, src, line) -> int:
         handle = getattr(src, "handle", None)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-import time
 import weakref
+from time import perf_counter as _perf_counter
 from typing import Optional
 
 import tensorflow as tf
@@ -16,6 +16,7 @@ from tensorflow.python.eager import context
 from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
+from ..frames import nearest_user_frame
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor
 
 _FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
@@ -55,39 +56,44 @@ class OpsAndTapes:
     # -- the op callback -------------------------------------------------------------------
 
     def on_op(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        # Runs once per eager op: every line here is paid thousands of times a second.
         if graph is not None or self.quiet:
             return None          # graph building inside tf.function, or tapeviz's own work
-        now = time.perf_counter()
-        if isinstance(op_type, bytes):
+        now = _perf_counter()
+        if op_type.__class__ is bytes:
             op_type = op_type.decode()
-        function, role = function_call(op_type) if op_type.startswith("__") else (None, None)
+        function = role = None
+        if op_type.startswith("__"):
+            function, role = function_call(op_type)
         phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
         forward_function = role == "forward"
         caller = sys._getframe(1)
-        frame = self.user_frame(caller)
+        frame, self.here = nearest_user_frame(caller, self.files)
         line = frame.f_lineno if frame is not None else None
         tid = self.tid
-        if any(t._id not in tid for t in inputs) and \
-                os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
-            self.fast_path_reads(caller, inputs, line)
+        in_ids = [tid.get(t._id) for t in inputs]
+        if None in in_ids:
+            if os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
+                self.fast_path_reads(caller, inputs, line)
+            in_ids = [self.tensor_id(t, line) for t in inputs]
         op_id = self.next_op
         self.next_op += 1
-        in_ids = [self.tensor_id(t, line) for t in inputs]
         if frame is not None and self.scanned.get(id(frame)) != line:
             self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
             self.scan_names(frame)
         out_ids = [self.tensor_id(t, line, op_id) for t in outputs]
-        tapes = self.which_tapes(inputs, outputs, forward_function)
-        scope = context.context().scope_name.rstrip("/") or None
+        tapes = self.which_tapes(inputs, outputs, forward_function) if self.active else []
+        scope = self.eager_context.scope_name
+        scope = scope.rstrip("/") or None if scope else None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
         elif op_type == "PrintV2":
             self.print_to_stdout(attrs, inputs)
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
-                self.grad_call if phase == BACKWARD else None, file=self.here)
+                self.grad_call if phase == BACKWARD else None, self.here)
         self.append_op(op)
-        self.last_time = time.perf_counter()
+        self.last_time = _perf_counter()
         return None
 
     def print_to_stdout(self, attrs, inputs) -> None:

@@ -11,6 +11,8 @@ import time
 from collections import deque
 from typing import Optional
 
+from tensorflow.python.eager import context
+
 from ...recording import FORWARD, VARIABLE, Error, Recording
 from ..frames import UserFiles, nearest_user_frame
 from .deferred import Deferred
@@ -56,9 +58,12 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.deferred = Deferred()       # big tensors' stats, off the op callback's path
         self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
         self.late_alerts: list = []      # NaN/Inf found by deferred jobs
-        self.lazy: dict = {}             # recording id -> mid-size tensor held for its stats
+        self.norms_from_stats: list = []  # (FlowEntry, Tensor): big gradients' norms, at finish
+        self.lazy: dict = {}             # recording id -> (Tensor, tensor, phase, bytes) held
         self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now
+        # TF's eager context, read for each op's name scope (context.context() per op costs)
+        self.eager_context = context.context()
 
     # -- where in the user's program are we? ---------------------------------------------
 
@@ -87,6 +92,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         kept = {op.id for op in self.ops}
         self.compact()
         self.settle_all()
+        self.fill_norms_from_stats()
         self.merge_late_alerts()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]

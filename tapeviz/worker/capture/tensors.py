@@ -15,7 +15,7 @@ from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
 BIG = 16_384                      # tensors above this many elements: stats on the stats thread
-LAZY_BUDGET = 64 * 2**20          # bytes of mid-size tensors held until we know they are kept
+LAZY_BUDGET = 64 * 2**20          # bytes of tensors held until we know they are kept
 
 RESOURCE = tf.resource.as_datatype_enum
 
@@ -29,6 +29,17 @@ class _DtypeNames(dict):
 
 
 _DTYPE_NAMES = _DtypeNames()
+
+
+class _ItemSizes(dict):
+    """dtype name -> bytes per element, for the byte budget of held tensors."""
+
+    def __missing__(self, name):
+        self[name] = size = tf.as_dtype(name).size
+        return size
+
+
+_ITEMSIZE = _ItemSizes()
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
     tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
@@ -103,35 +114,33 @@ class TensorsAndNames:
         return rid
 
     def describe(self, rec: Tensor, t) -> None:
+        """Describe `rec` from `t`, off the op callback's path where it can be: a big
+        tensor's stats go to the stats thread; every other numeric tensor is held (within
+        a byte budget) until the bounds decide whether its op is kept, so a kept one is
+        described once, at finish, and a dropped one only gets the NaN/Inf check its
+        alert needs. Tensors are immutable, so the value read later is the value now."""
         if rec.dtype in numerics.NON_NUMERIC_DTYPES:
             self.describe_non_numeric(rec, t)
             return
-        try:
-            a = t._numpy_internal()   # a view, no copy: read here and let go
-        except Exception:
-            return
-        try:
-            if a.size > SMALL_VALUE and a.dtype.kind in "fc":
-                self.pending_stats.add(rec.id)
-                if a.size > BIG:
-                    # A big activation's reductions run on the stats thread; its NaN/Inf alert
-                    # is decided there, and the earliest op per kind and phase wins at finish.
-                    self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t),
-                                         a.nbytes)
-                else:
-                    # Held until we know whether the bounds keep it: a kept tensor gets its
-                    # stats at finish, a dropped one only the NaN/Inf check its alert needs.
-                    self.lazy[rec.id] = (rec, a, t, self.op_phase)
-                    self.lazy_bytes += a.nbytes
-                    while self.lazy_bytes > LAZY_BUDGET:
-                        self.settle(next(iter(self.lazy)), kept=True)
+        size = 1
+        for d in rec.shape:
+            size *= d
+        self.pending_stats.add(rec.id)
+        if size > BIG:
+            try:
+                a = t._numpy_internal()   # a view, no copy; the job holds the tensor
+            except Exception:
+                self.pending_stats.discard(rec.id)
                 return
-            rec.stats = stats = numerics.stats(a)
-            if a.size <= SMALL_VALUE:
-                rec.value = numerics.plain_value(a, stats is not None and not (stats.nan or stats.inf))
-        except Exception as e:        # tapeviz's fault, never the program's: say so, run on
-            rec.stats = rec.value = None
-            self.fault(f"could not describe this {rec.dtype} tensor", e, rec.line, rec)
+            # Its NaN/Inf alert is decided on the stats thread; the earliest op per kind and
+            # phase wins at finish.
+            self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
+            return
+        nbytes = size * _ITEMSIZE[rec.dtype]
+        self.lazy[rec.id] = (rec, t, self.op_phase, nbytes)
+        self.lazy_bytes += nbytes
+        while self.lazy_bytes > LAZY_BUDGET:
+            self.settle(next(iter(self.lazy)), kept=True)
 
     def describe_non_numeric(self, rec: Tensor, t) -> None:
         """Strings, variants, resources: dtype and shape, a short preview for strings."""
@@ -159,8 +168,13 @@ class TensorsAndNames:
         def job(held):
             self.pending_stats.discard(rec.id)
             try:
-                rec.stats = stats = numerics.stats(held[0])
+                a = held[0]
+                rec.stats = stats = numerics.stats(a)
+                if a.size <= SMALL_VALUE:
+                    rec.value = numerics.plain_value(
+                        a, stats is not None and not (stats.nan or stats.inf))
             except Exception as e:    # on the stats thread too: a warning, never the program's
+                rec.stats = rec.value = None
                 self.fault(f"could not describe this {rec.dtype} tensor", e, rec.line, rec)
                 return
             if stats is not None and rec.producer is not None and (stats.nan or stats.inf):
@@ -171,11 +185,17 @@ class TensorsAndNames:
         return job
 
     def settle(self, rid: int, kept: bool) -> None:
-        rec, a, t, phase = self.lazy.pop(rid)
-        self.lazy_bytes -= a.nbytes
-        if kept or rec.producer is None or not np.isfinite(np.add.reduce(a.reshape(-1))):
-            self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
+        """Describe a held tensor (`kept`), or give a dropped one its NaN/Inf check alone."""
+        rec, t, phase, nbytes = self.lazy.pop(rid)
+        self.lazy_bytes -= nbytes
         self.pending_stats.discard(rid)
+        try:
+            a = t._numpy_internal()
+        except Exception:
+            return
+        if kept or (rec.producer is not None and a.dtype.kind in "fc"
+                    and not np.isfinite(np.add.reduce(a.reshape(-1)))):
+            self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
 
     def settle_dropped(self) -> None:
         """Held tensors that compaction forgot: only their NaN/Inf check is still owed."""
