@@ -96,6 +96,7 @@ def record_main(args) -> int:
         return 2
     config = runner.Config.from_env()
     config.warm = 0                      # one run: no spare worker to keep warm
+    config.zygote = False                # nor a zygote: it would import TF just as a worker does
     if args.timeout is None and not config.hosted and "TAPEVIZ_TIMEOUT_S" not in os.environ:
         args.timeout = LOCAL_TIMEOUT_S
     try:

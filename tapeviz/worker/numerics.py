@@ -103,17 +103,20 @@ _CHUNK = 1 << 16    # float64 elements: 512 KiB stays in L2. Few chunks matter m
 
 def _sums(flat: np.ndarray) -> tuple:
     """Sum and sum of squares of `flat`, accumulated in float64, in one pass: each chunk is
-    cast to float64 once (in cache) and summed and dotted with itself there. Two reductions
-    over a float32 tensor with dtype=float64 cast it twice, in NumPy's small buffers, and
-    float32 BLAS would lose the spread."""
+    cast to float64 once (in cache), summed, squared in place and summed again. Two
+    reductions over a float32 tensor with dtype=float64 cast it twice, in NumPy's small
+    buffers; float32 BLAS would lose the spread; and any BLAS call (np.dot) wakes
+    OpenBLAS's worker threads, which then spin on a core the program needs (measured: a
+    core busy for the whole recorded CNN loop). NumPy's own pairwise sums start no thread."""
+    add, square = np.add.reduce, np.square
     if flat.dtype == np.float64:
-        return float(np.add.reduce(flat)), float(np.dot(flat, flat))
+        return float(add(flat)), float(add(square(flat)))
     total = squares = 0.0
-    add, dot, f64 = np.add.reduce, np.dot, np.float64
+    f64 = np.float64
     for start in range(0, flat.size, _CHUNK):
         chunk = flat[start:start + _CHUNK].astype(f64)
         total += float(add(chunk))
-        squares += float(dot(chunk, chunk))
+        squares += float(add(square(chunk, out=chunk)))
     return total, squares
 
 
