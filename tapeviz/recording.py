@@ -30,7 +30,7 @@ class Stats:
     inf: int = 0
 
 
-@dataclass
+@dataclass(slots=True)     # thousands per recording: slots make them cheaper to make
 class Tensor:
     id: int
     name: Optional[str]          # the user's Python variable bound to it, if any
@@ -47,7 +47,7 @@ class Tensor:
     warning: Optional[str] = None    # what tapeviz failed to describe about it
 
 
-@dataclass
+@dataclass(slots=True)
 class Op:
     id: int
     type: str                    # TF op type ("MatMul"), or the Python name of a tf.function

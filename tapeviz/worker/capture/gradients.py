@@ -1,5 +1,6 @@
-"""Gradient calls and alerts: each `gradient`/`jacobian` call's results, the gradient
-flow through the tape, the scopes of backward ops, None reasons, and NaN/Inf alerts.
+"""Gradient calls: each `gradient`/`jacobian` call's results, the gradient flow through
+the tape, the scopes of backward ops, and None reasons. (NaN/Inf alerts are decided where
+tensors are described, in tensors.py, once their stats exist.)
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tensorflow as tf
 
 from ... import explain
 from .. import numerics
-from ...recording import BACKWARD, Alert, FlowEntry, GradientCall, GradResult, Op, encode_float
+from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float
 from .tensors import BIG, TRAINABLE_ENUMS, EagerTensor
 
 
@@ -128,12 +129,3 @@ class GradientsAndAlerts:
                 r.none_reason = explain.none_reason(
                     ops=ops, tensors=self.tensors, tape=state.rec, targets=call.target,
                     source=r.source, program=self.source)
-
-    def check_numerics(self, op: Op) -> None:
-        for rid in op.outputs:
-            stats = self.tensors[rid].stats
-            if stats is None:
-                continue
-            for kind, count in (("nan", stats.nan), ("inf", stats.inf)):
-                if count and not any(a.kind == kind and a.phase == op.phase for a in self.alerts):
-                    self.alerts.append(Alert(kind, op.id, rid, op.line, op.phase, op.file))

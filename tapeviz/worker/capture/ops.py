@@ -151,7 +151,6 @@ class OpsAndTapes:
             if self.dropped_ops % self.max_ops == 0:
                 self.compact()
                 self.settle_dropped()
-        self.check_numerics(op)
 
     def which_tapes(self, inputs, outputs, forward_function) -> list:
         """The user tapes that record this op, decided as TensorFlow's tape decides."""
