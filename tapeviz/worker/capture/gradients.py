@@ -4,8 +4,6 @@ tensors are described, in tensors.py, once their stats exist.)
 """
 from __future__ import annotations
 
-import itertools
-
 import tensorflow as tf
 
 from ... import explain
@@ -59,24 +57,27 @@ class GradientsAndAlerts:
             self.explain_nones(state, call)
 
     def flow_entry(self, rid: int, grad):
-        """The flow entry of d target / d tensor `rid`, or None when `grad` has no norm. A big
-        gradient's norm is not computed here, so the user's `gradient` call returns without
+        """The flow entry of d target / d tensor `rid`, or None when `grad` has no norm. The
+        norm is mostly not computed here, so the user's `gradient` call returns without
         waiting for it: when the gradient is a recorded tensor (a backward op's output), its
-        stats give the norm at finish (||g||^2 = n (std^2 + mean^2)); otherwise the stats
-        thread takes it."""
+        stats give the norm at finish (||g||^2 = n (std^2 + mean^2)); a big one that is not
+        goes to the stats thread."""
         g = getattr(grad, "values", grad)
         if isinstance(g, EagerTensor):
             try:
                 a = g._numpy_internal()       # a view, no copy; the job holds the tensor
             except Exception:
                 a = None
+            described = self.tensors.get(self.tid.get(g._id))
+            if described is not None and (described.stats is not None
+                                          or described.id in self.pending_stats):
+                # A backward op's output, described anyway: its stats give the norm at finish
+                entry = FlowEntry(rid, None)
+                self.norms_from_stats.append((entry, described))
+                self.norm_sources.add(described.id)
+                return entry
             if a is not None and a.size > BIG:
                 entry = FlowEntry(rid, None)
-                described = self.tensors.get(self.tid.get(g._id))
-                if described is not None and (described.stats is not None
-                                             or described.id in self.pending_stats):
-                    self.norms_from_stats.append((entry, described))
-                    return entry
 
                 def job(held, entry=entry):
                     entry.norm = encode_float(numerics.norm(held[0]))
@@ -102,8 +103,7 @@ class GradientsAndAlerts:
         An op that consumes d target / d t belongs to the gradient of t's producer; ops that
         only consume other backward results inherit their producer's scope."""
         producer_scope = {}
-        start = max(0, first_op - self.ops[0].id) if self.ops else 0
-        for op in itertools.islice(self.ops, start, None):
+        for op in self.ops_since(first_op):
             if op.phase != BACKWARD:
                 continue
             scope = None

@@ -214,6 +214,17 @@ class OpsAndTapes:
         self.tensors = {k: v for k, v in self.tensors.items() if k in keep}
         self.tid = {k: v for k, v in self.tid.items() if v in keep}
 
+    def ops_since(self, first_op: int) -> list:
+        """The kept ops from id `first_op` on, read from the newest end: a deque is cheap to
+        walk from its ends and costly to index into its middle."""
+        newer = []
+        for op in reversed(self.ops):
+            if op.id < first_op:
+                break
+            newer.append(op)
+        newer.reverse()
+        return newer
+
     def _op(self, op_id: int) -> Optional[Op]:
         if not self.ops or op_id < self.ops[0].id:
             return None

@@ -193,7 +193,7 @@ class TensorsAndNames:
             a = t._numpy_internal()
         except Exception:
             return
-        if kept or (rec.producer is not None and a.dtype.kind in "fc"
+        if kept or rid in self.norm_sources or (rec.producer is not None and a.dtype.kind in "fc"
                     and not np.isfinite(np.add.reduce(a.reshape(-1)))):
             self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
 
