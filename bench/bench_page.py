@@ -33,14 +33,23 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 # Installed before each click: when the page shows each stage, in performance.now() ms.
+# A fast run may never show "Running your program" (Streamlit draws a status only after a
+# short delay), so Streamlit's own running widget, or the last run's "Run → drawn in" line
+# being taken down or replaced, also counts as the run having started; waiting for the
+# status text alone hung the bench once. Finished: a fresh "Run → drawn in" line.
 WATCH = """() => {
-  window.__t = {click: performance.now()};
+  const drawnLine = () => (document.body.innerText.match(/Run → drawn in[^\\n]*/) || [''])[0];
+  window.__t = {click: performance.now(), before: drawnLine()};
   const seen = () => {
     const text = document.body.innerText;
     const t = performance.now();
-    if (!window.__t.running && text.includes('Running your program')) window.__t.running = t;
-    if (window.__t.running && !window.__t.finished && /Run → drawn in/.test(text))
-      window.__t.finished = t;
+    const line = drawnLine();
+    if (!line) window.__t.gone = true;            // the last run's line was taken down
+    const fresh = line && (line !== window.__t.before || window.__t.gone);
+    if (!window.__t.running && (text.includes('Running your program') || window.__t.gone
+        || document.querySelector('[data-testid="stStatusWidget"]') || fresh))
+      window.__t.running = t;
+    if (window.__t.running && !window.__t.finished && fresh) window.__t.finished = t;
   };
   if (window.__obs) window.__obs.disconnect();
   window.__obs = new MutationObserver(seen);
