@@ -1,4 +1,5 @@
 """Tensor facts computed with NumPy, against NumPy's own reductions. No TensorFlow."""
+import math
 import types
 
 import numpy as np
@@ -78,3 +79,22 @@ def test_non_numeric_values_get_a_short_preview_and_no_stats():
     assert len(long) <= numerics.PREVIEW_CHARS and long.startswith("['xxx")
     assert numerics.string_value(np.array([b"a", "b\u00e9".encode()], dtype=object)) == ["a", "b\u00e9"]
     assert len(numerics.string_value(b"y" * 1000)) == numerics.PREVIEW_CHARS + 1
+
+
+@pytest.mark.parametrize("values", [
+    np.random.default_rng(4).normal(3.0, 2.0, (40, 50)).astype(np.float32),   # NumPy's path
+    np.array([[3.0, -4.0]], np.float32),                                      # plain Python's
+    np.full(7, 1000.0) + 0.01 * np.random.default_rng(5).normal(size=7),      # spread << mean
+    np.zeros((3, 3), np.float32),
+    np.zeros((0, 4), np.float32),
+    np.array([1.0, np.nan, 2.0], np.float32),
+    np.array([1.0, np.inf, 2.0], np.float32),
+])
+def test_a_norm_from_stats_equals_the_norm_of_the_values(values):
+    want = numerics.norm(values)
+    got = numerics.norm_from_stats(numerics.stats(values), values.shape)
+    if math.isnan(want):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(want, rel=1e-12)
+    assert numerics.norm_from_stats(None, values.shape) is None

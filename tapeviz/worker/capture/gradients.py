@@ -64,18 +64,17 @@ class GradientsAndAlerts:
         goes to the stats thread."""
         g = getattr(grad, "values", grad)
         if isinstance(g, EagerTensor):
-            try:
-                a = g._numpy_internal()       # a view, no copy; the job holds the tensor
-            except Exception:
-                a = None
             described = self.tensors.get(self.tid.get(g._id))
             if described is not None and (described.stats is not None
                                           or described.id in self.pending_stats):
                 # A backward op's output, described anyway: its stats give the norm at finish
                 entry = FlowEntry(rid, None)
-                self.norms_from_stats.append((entry, described))
-                self.norm_sources.add(described.id)
+                self.norms_from_stats.setdefault(described.id, (described, []))[1].append(entry)
                 return entry
+            try:
+                a = g._numpy_internal()       # a view, no copy; the job holds the tensor
+            except Exception:
+                a = None
             if a is not None and a.size > BIG:
                 entry = FlowEntry(rid, None)
 
@@ -88,9 +87,11 @@ class GradientsAndAlerts:
 
     def fill_norms_from_stats(self) -> None:
         """At finish, once every big tensor's stats are in: the norms flow_entry left."""
-        for entry, rec in self.norms_from_stats:
-            entry.norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
-        self.norms_from_stats = []
+        for rec, entries in self.norms_from_stats.values():
+            norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
+            for entry in entries:
+                entry.norm = norm
+        self.norms_from_stats = {}
 
     def source_id(self, src, line) -> int:
         handle = getattr(src, "handle", None)

@@ -58,8 +58,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.deferred = Deferred()       # big tensors' stats, off the op callback's path
         self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
         self.late_alerts: list = []      # NaN/Inf found by deferred jobs
-        self.norms_from_stats: list = []  # (FlowEntry, Tensor): gradients' norms, at finish
-        self.norm_sources: set = set()   # recording ids of those tensors: described even if dropped
+        # recording id -> (its Tensor, FlowEntries whose norm its stats give at finish); such a
+        # tensor is described even if its op is dropped
+        self.norms_from_stats: dict = {}
         self.lazy: dict = {}             # recording id -> (Tensor, tensor, phase, bytes) held
         self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now

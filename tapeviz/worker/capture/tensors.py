@@ -3,6 +3,7 @@ small values), and the user's Python names bound to tensors and variables.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -122,9 +123,7 @@ class TensorsAndNames:
         if rec.dtype in numerics.NON_NUMERIC_DTYPES:
             self.describe_non_numeric(rec, t)
             return
-        size = 1
-        for d in rec.shape:
-            size *= d
+        size = math.prod(rec.shape)
         self.pending_stats.add(rec.id)
         if size > BIG:
             try:
@@ -193,7 +192,7 @@ class TensorsAndNames:
             a = t._numpy_internal()
         except Exception:
             return
-        if kept or rid in self.norm_sources or (rec.producer is not None and a.dtype.kind in "fc"
+        if kept or rid in self.norms_from_stats or (rec.producer is not None and a.dtype.kind in "fc"
                     and not np.isfinite(np.add.reduce(a.reshape(-1)))):
             self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
 
