@@ -17,6 +17,8 @@ import pytest
 
 from tapeviz.server import runner, sandbox
 
+from hosted_util import works
+
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
 needs_bwrap = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
@@ -29,13 +31,6 @@ def pool():
     pool = runner.Runner(runner.Config.from_env(HOSTED_ENV))
     yield pool
     pool.close()
-
-
-def works(pool):
-    """The next run after a hostile one: a normal program, a normal recording."""
-    rec = pool.record("import tensorflow as tf\nprint(tf.constant(2.0) * 3.0)\n")
-    assert rec["error"] is None, rec["error"]
-    assert "6.0" in rec["stdout"]
 
 
 def test_an_endless_loop_times_out(pool):

@@ -18,6 +18,8 @@ import pytest
 
 from tapeviz.server import cgroup, protocol, runner, sandbox, seccomp
 
+from hosted_util import works
+
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
 pytestmark = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
@@ -31,12 +33,6 @@ def pool():
     pool = runner.Runner(runner.Config.from_env(HOSTED_ENV))
     yield pool
     pool.close()
-
-
-def works(pool):
-    rec = pool.record("import tensorflow as tf\nprint(tf.constant(2.0) * 3.0)\n")
-    assert rec["error"] is None, rec["error"]
-    assert "6.0" in rec["stdout"]
 
 
 # -- the seccomp filter and no user namespaces ----------------------------------------------
