@@ -131,7 +131,8 @@ def test_big_gradient_flow_norms_equal_numpys_of_the_plain_gradients():
     ids = {t.name: t.id for t in rec.tensors}
     first = rec.tapes[0].gradients[0].flow
     norms = {f.tensor: f.norm for f in first}
-    # the reference: NumPy's float64 norm of the gradients the program itself got
+    # the reference: NumPy's float64 norm of the gradients the program itself got; a big
+    # float32 tensor is summed in float32 blocks (numerics._sums), within ~1e-8 of it
     for name, grad in (("x", "g"), ("h", "dh")):
         want = float(np.linalg.norm(namespace[grad].numpy().astype(np.float64)))
-        assert norms[ids[name]] == pytest.approx(want, rel=1e-12), name
+        assert norms[ids[name]] == pytest.approx(want, rel=1e-7), name

@@ -53,6 +53,21 @@ def test_norm_of_dense_and_sliced_gradients():
     assert numerics.norm(np.zeros((0,))) == 0.0
 
 
+@pytest.mark.parametrize("shape", [(32, 26, 26, 16), (3, 12_345)])
+def test_big_float32_tensors_are_summed_in_blocks_within_1e7(shape):
+    # An activation-sized tensor takes the float32-block path (numerics._sums); a size that
+    # is no multiple of the block has a float64 remainder.
+    a = np.random.default_rng(6).normal(0.5, 2.0, shape).astype(np.float32)
+    s = numerics.stats(a)
+    ref = a.astype(np.float64)
+    assert (s.min, s.max) == (float(a.min()), float(a.max()))
+    assert s.mean == pytest.approx(ref.mean(), rel=1e-7)
+    assert s.std == pytest.approx(ref.std(), rel=1e-7)
+    assert numerics.norm(a) == pytest.approx(float(np.sqrt((ref * ref).sum())), rel=1e-7)
+    filled = numerics.stats(np.full(shape, 0.1, np.float32))
+    assert (filled.mean, filled.std) == (float(np.float32(0.1)), 0.0)
+
+
 @pytest.mark.parametrize("n", [100, 10_000, 300_000])
 def test_stats_accumulate_in_float64_for_values_far_from_zero(n):
     a = (1000.0 + 0.01 * np.random.default_rng(2).normal(size=n)).astype(np.float32)
