@@ -6,7 +6,6 @@ file name, so the op callback pays one dict lookup per frame it walks.
 """
 from __future__ import annotations
 
-import inspect
 import linecache
 import os
 import site
@@ -104,54 +103,4 @@ def nearest_user_frame(frame, files: UserFiles):
     return None, None
 
 
-# A generator's or coroutine's frame gets a new f_back each time it is resumed, so what
-# lies above it may differ between two walks: such frames are never remembered.
-_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-
-class UserFrameFinder:
-    """nearest_user_frame for the op callback, which asks once per op from ~20 library frames
-    deep under Keras. Consecutive ops mostly come from the same library call (an optimizer's
-    update step runs a dozen ops), so the frames of the last walk are remembered with the
-    answer: a frame that is still on the stack has the same callers as before, and the next
-    walk stops at the first frame it shares with the last one (often 4 frames up instead of
-    20). Only the last walk's frames are held, so a returned frame is let go at the next op."""
-
-    def __init__(self, files: UserFiles):
-        self.files = files
-        self._last: dict = {}    # frame -> (user frame, its name), frames of the last walk
-
-    def find(self, frame):
-        names = self.files.names
-        last = self._last
-        walked = []
-        result = (None, None)
-        while frame is not None:
-            hit = last.get(frame)
-            if hit is not None:
-                result = hit
-                walked.append(frame)
-                break
-            code = frame.f_code
-            name = names.get(code.co_filename, _UNSEEN)
-            if name is _UNSEEN:
-                name = self.files.name(code.co_filename)
-            if name is not None:
-                result = (frame, name)
-                break
-            if code.co_flags & _RESUMABLE:
-                # Above a generator the callers may change: remember only what lies below
-                # it (frames that end before it can be resumed elsewhere).
-                result = nearest_user_frame(frame, self.files)
-                break
-            walked.append(frame)
-            frame = frame.f_back
-        self._last = dict.fromkeys(walked, result)
-        return result
-
-    def forget(self) -> None:
-        """Let go of the remembered frames (the program's end: they hold its locals)."""
-        self._last = {}
-
-
-__all__ = ["UserFiles", "UserFrameFinder", "library_dirs", "nearest_user_frame"]
+__all__ = ["UserFiles", "library_dirs", "nearest_user_frame"]

@@ -66,7 +66,7 @@ class GradientsAndAlerts:
         if isinstance(g, EagerTensor):
             described = self.tensors.get(self.tid.get(g._id))
             if described is not None and (described.stats is not None
-                                          or self.owes_stats(described.id)):
+                                          or described.id in self.pending_stats):
                 # A backward op's output, described anyway: its stats give the norm at finish
                 entry = FlowEntry(rid, None)
                 self.norms_from_stats.setdefault(described.id, (described, []))[1].append(entry)

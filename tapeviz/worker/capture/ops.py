@@ -66,53 +66,35 @@ class OpsAndTapes:
         if op_type.startswith("__"):
             function, role = function_call(op_type)
         phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
+        forward_function = role == "forward"
         caller = sys._getframe(1)
-        frame, self.here = self.finder.find(caller)
-        line = self.line_of(frame) if frame is not None else None
+        frame, self.here = nearest_user_frame(caller, self.files)
+        line = frame.f_lineno if frame is not None else None
         tid = self.tid
-        # Tuples: of ints only, the collector stops tracking them, and the records of 20,000
-        # ops are then not walked by every full collection (finish makes them lists).
-        in_ids = tuple([tid.get(t._id) for t in inputs])
+        in_ids = [tid.get(t._id) for t in inputs]
         if None in in_ids:
-            # An input no op made: a constant, or a variable read by TF's C++ fast path
-            if self.is_op_wrapper(caller.f_code):
+            if os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
                 self.fast_path_reads(caller, inputs, line)
-            in_ids = tuple([self.tensor_id(t, line) for t in inputs])
+            in_ids = [self.tensor_id(t, line) for t in inputs]
         op_id = self.next_op
         self.next_op += 1
         if frame is not None and self.scanned.get(id(frame)) != line:
             self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
             self.scan_names(frame)
-        out_ids = tuple([self.tensor_id(t, line, op_id) for t in outputs])
-        tapes = self.which_tapes(inputs, outputs, role == "forward") if self.active else ()
-        scope = self.eager_thread.scope_name
+        out_ids = [self.tensor_id(t, line, op_id) for t in outputs]
+        tapes = self.which_tapes(inputs, outputs, forward_function) if self.active else []
+        scope = self.eager_context.scope_name
+        scope = scope.rstrip("/") or None if scope else None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
         elif op_type == "PrintV2":
             self.print_to_stdout(attrs, inputs)
-        # duration_us holds seconds until finish rounds the kept ops' to microseconds
-        self.append_op(Op(op_id, function or op_type, in_ids, out_ids, line,
-                          scope.rstrip("/") or None if scope else None, tapes, phase,
-                          now - self.last_time, function,
-                          self.grad_call if phase == BACKWARD else None, self.here))
+        op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
+                round((now - self.last_time) * 1e6, 1), function,
+                self.grad_call if phase == BACKWARD else None, self.here)
+        self.append_op(op)
         self.last_time = _perf_counter()
         return None
-
-    def line_of(self, frame) -> int:
-        """frame.f_lineno, cached per instruction: CPython 3.11 finds it by walking the code's
-        line table from the start, per op, and a long training script has a long table."""
-        key = (frame.f_code, frame.f_lasti)
-        line = self.lines.get(key)
-        if line is None:
-            line = self.lines[key] = frame.f_lineno
-        return line
-
-    def is_op_wrapper(self, code) -> bool:
-        """Is `code` a generated op wrapper (gen_math_ops.mul ...)? Cached per code object."""
-        known = self.op_wrappers.get(code)
-        if known is None:
-            known = self.op_wrappers[code] = os.path.basename(code.co_filename).startswith("gen_")
-        return known
 
     def print_to_stdout(self, attrs, inputs) -> None:
         """tf.print(..., output_stream=sys.stdout) prints from C++ to file descriptor 1, which
@@ -137,12 +119,11 @@ class OpsAndTapes:
         line up with the op's inputs, so the variable behind each unseen input is known."""
         code = wrapper.f_code
         args = []
-        local = wrapper.f_locals      # a snapshot built on each read: read once
         # Generated wrappers take the op's inputs first, then its attrs.
         for name in code.co_varnames[:code.co_argcount]:
             if len(args) >= len(inputs):
                 break
-            value = local.get(name)
+            value = wrapper.f_locals.get(name)
             args.extend(value if isinstance(value, (list, tuple)) else [value])
         if len(args) != len(inputs):
             return
@@ -159,7 +140,7 @@ class OpsAndTapes:
             self.describe_variable(handle_rid, t, handle)
             tapes = self.which_tapes([handle], [t], False)
             self.append_op(Op(op_id, "ReadVariableOp", [handle_rid], [out], line,
-                              (self.eager_thread.scope_name or "").rstrip("/") or None, tapes,
+                              context.context().scope_name.rstrip("/") or None, tapes,
                               BACKWARD if self.grad_depth else FORWARD, 0.0, file=self.here))
 
     def append_op(self, op: Op) -> None:

@@ -14,7 +14,7 @@ from typing import Optional
 from tensorflow.python.eager import context
 
 from ...recording import FORWARD, VARIABLE, Error, Recording
-from ..frames import UserFiles, UserFrameFinder, nearest_user_frame
+from ..frames import UserFiles, nearest_user_frame
 from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
@@ -64,12 +64,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.lazy: dict = {}             # recording id -> (Tensor, tensor, phase, bytes) held
         self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now
-        # The eager context's per-thread state, read for each op's name scope (what the
-        # context's scope_name property returns, without a Python property call per op)
-        self.eager_thread = context.context()._thread_local_data
-        self.finder = UserFrameFinder(self.files)   # each op's user frame
-        self.op_wrappers: dict = {}      # code object -> is it a generated op wrapper
-        self.lines: dict = {}            # (code, instruction offset) -> line, for on_op
+        # TF's eager context, read for each op's name scope (context.context() per op costs)
+        self.eager_context = context.context()
 
     # -- where in the user's program are we? ---------------------------------------------
 
@@ -80,7 +76,6 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         return f
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
-        self.finder.forget()
         self.deferred.drain()
         for state in list(self.active):
             self.pause_span(state)
@@ -103,11 +98,6 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.merge_late_alerts()
         for tape in self.tapes:
             tape.ops = [i for i in tape.ops if i in kept]
-        for op in self.ops:
-            # on_op keeps tuples of ids and seconds: lists and microseconds, for kept ops only
-            op.inputs, op.outputs, op.tapes = list(op.inputs), list(op.outputs), list(op.tapes)
-            if op.duration_us is not None:
-                op.duration_us = round(op.duration_us * 1e6, 1)
         if not self.tapes and _NAMES_TAPE.search(self.source) and error is None:
             self.warnings.append({"line": None, "message": (
                 "the program names GradientTape but tapeviz recorded no tape: a tape used "
@@ -116,18 +106,11 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))
                    if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
-                         tensors=[_listed(self.tensors[k]) for k in sorted(self.tensors)],
+                         tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),
                          warnings=self.warnings, dropped=dropped, duration_s=duration_s,
                          program=self.files.main, files=files,
                          skipped=self.window.skipped() if self.window is not None else {})
-
-def _listed(rec):
-    """A tensor record with its shape as a list (tensor_id keeps TensorFlow's tuple)."""
-    if rec.shape.__class__ is not list:
-        rec.shape = list(rec.shape)
-    return rec
-
 
 def _with_block_ends(source: str) -> dict:
     """Line of each `with` statement -> the last line of its block."""

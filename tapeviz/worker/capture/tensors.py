@@ -100,25 +100,19 @@ class TensorsAndNames:
         if rid is not None:
             return rid
         rid = self.next_tensor
-        self.next_tensor = rid + 1
+        self.next_tensor += 1
         self.tid[tf_id] = rid
         enum = t._datatype_enum()          # not .dtype, a Python property: this runs per tensor
-        # Tensor's fields in order (positional arguments cost less than keywords, per tensor):
-        # id, name, shape, dtype, kind, value, stats, producer, line, trainable, file
         if enum == RESOURCE:
             rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
-                         None, None, producer, line, None, self.here)
+                         producer=producer, line=line, file=self.here)
         else:
-            rec = Tensor(rid, None, t._shape_tuple(), _DTYPE_NAMES[enum],
-                         CONSTANT if producer is None else INTERMEDIATE,
-                         None, None, producer, line, None, self.here)
+            rec = Tensor(rid, None, list(t._shape_tuple()), _DTYPE_NAMES[enum],
+                         INTERMEDIATE if producer is not None else CONSTANT,
+                         producer=producer, line=line, file=self.here)
             self.describe(rec, t)
         self.tensors[rid] = rec
         return rid
-
-    def owes_stats(self, rid: int) -> bool:
-        """Will tensor `rid` get stats without being described again (held, or queued)?"""
-        return rid in self.lazy or rid in self.pending_stats
 
     def describe(self, rec: Tensor, t) -> None:
         """Describe `rec` from `t`, off the op callback's path where it can be: a big
@@ -130,14 +124,15 @@ class TensorsAndNames:
             self.describe_non_numeric(rec, t)
             return
         size = math.prod(rec.shape)
+        self.pending_stats.add(rec.id)
         if size > BIG:
             try:
                 a = t._numpy_internal()   # a view, no copy; the job holds the tensor
             except Exception:
+                self.pending_stats.discard(rec.id)
                 return
             # Its NaN/Inf alert is decided on the stats thread; the earliest op per kind and
             # phase wins at finish.
-            self.pending_stats.add(rec.id)
             self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
             return
         nbytes = size * _ITEMSIZE[rec.dtype]
@@ -192,6 +187,7 @@ class TensorsAndNames:
         """Describe a held tensor (`kept`), or give a dropped one its NaN/Inf check alone."""
         rec, t, phase, nbytes = self.lazy.pop(rid)
         self.lazy_bytes -= nbytes
+        self.pending_stats.discard(rid)
         try:
             a = t._numpy_internal()
         except Exception:
@@ -224,7 +220,7 @@ class TensorsAndNames:
 
     def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
-        if var.stats is None and not self.owes_stats(handle_rid):
+        if var.stats is None and handle_rid not in self.pending_stats:
             var.shape = list(value.shape.as_list())
             var.dtype = value.dtype.name
             self.describe(var, value)
@@ -235,7 +231,7 @@ class TensorsAndNames:
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""
-        if self.tensors[rid].stats is not None or self.owes_stats(rid):
+        if self.tensors[rid].stats is not None or rid in self.pending_stats:
             return
         self.quiet += 1
         try:
