@@ -1,0 +1,66 @@
+"""Benchmark: the op callback's own time per op, on the eager guide's CNN loop.
+
+The loop ratio (bench_record_cli.py) swings with the machine's speed; the callback's own
+time per op moves less, so it is the number to watch while working on the callback. The
+loop (bench_recorder.py's LOOP) is recorded in-process, with `on_op` wrapped by a timer;
+prints the mean per op, the ops it saw, and the loop's time, for each of `--runs` fresh
+processes.
+
+    python bench/bench_callback.py [--runs 3] [--steps 100]
+"""
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_recorder import LOOP  # noqa: E402
+
+RUNNER = """
+import sys, time
+from tapeviz.worker import recorder
+from tapeviz.worker.capture import ops
+on_op, spent = ops.OpsAndTapes.on_op, [0.0, 0]
+
+def timed(self, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return on_op(self, *args, **kwargs)
+    finally:
+        spent[0] += time.perf_counter() - start
+        spent[1] += 1
+
+ops.OpsAndTapes.on_op = timed
+rec = recorder.record(open(sys.argv[1]).read(), filename=sys.argv[1], timeout=None)
+assert rec.error is None, rec.error
+loop = [l for l in rec.stdout.splitlines() if l.startswith("LOOP_SECONDS")][0].split()[1]
+print("CALLBACK", spent[0] / spent[1] * 1e6, spent[1], loop)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=100)
+    args = parser.parse_args()
+    per_op = []
+    with tempfile.TemporaryDirectory() as tmp:
+        program = Path(tmp) / "loop.py"
+        program.write_text(LOOP.replace("WARMUP", "5").replace("STEPS", str(args.steps)))
+        for i in range(args.runs):
+            out = subprocess.run([sys.executable, "-c", RUNNER, str(program)], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout
+            line = [l for l in out.splitlines() if l.startswith("CALLBACK")][0].split()
+            us, calls, loop = float(line[1]), int(line[2]), float(line[3])
+            per_op.append(us)
+            print(f"  run {i + 1}: {us:5.1f} us per op over {calls} ops (loop {loop:.2f} s)")
+    print(f"op callback, own time per op: median {statistics.median(per_op):.1f} us "
+          f"[{min(per_op):.1f}-{max(per_op):.1f}]")
+
+
+if __name__ == "__main__":
+    main()
