@@ -115,9 +115,9 @@ def _sums(flat: np.ndarray) -> tuple:
     relative error near 1e-7 of its absolute sum at worst (~1e-9 measured on activations).
     Squares go through a reused 64-block buffer (einsum's sum of products would need no
     buffer but sums sequentially: 3e-7 off on a gradient's norm). A float64 copy costs
-    twice the time and, chunked, two dozen NumPy calls. The stats thread competes with the program for the
-    second core and the GIL, so that halving is the program's time. Everything else, and the
-    blocks' remainder, accumulates in float64 as before."""
+    twice the time and, chunked, two dozen NumPy calls; the stats thread competes with the
+    program for the second core and the GIL. Everything else, and the blocks' remainder,
+    accumulates in float64 as before."""
     if flat.dtype == np.float32 and flat.size >= 2 * _BLOCK:
         whole = flat.size - flat.size % _BLOCK
         blocks = flat[:whole].reshape(-1, _BLOCK)
