@@ -683,6 +683,28 @@ def test_a_fault_inside_tapeviz_never_changes_the_program(monkeypatch, where):
         assert any(t.warning and "injected fault" in t.warning for t in rec.tensors)
 
 
+def test_a_fault_in_the_op_callback_never_reaches_the_program(monkeypatch):
+    """TensorFlow raises an op callback's exception from the op itself, in the program: the
+    callback's own faults must end as warnings, with the program's output unchanged."""
+    plain_ns, out = run_plain(FAULT_PROGRAM)
+    from tapeviz.worker.capture import ops
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(ops.OpsAndTapes, "which_tapes", broken)   # runs inside the tape only
+    rec, ns = run_recorded(FAULT_PROGRAM)
+    assert rec.error is None, rec.error
+    assert rec.stdout == out
+    # The three ops run inside the tape fail to be recorded, each named; the others are kept.
+    assert [w["message"] for w in rec.warnings if "injected fault" in w["message"]] == [
+        f"tapeviz could not record a {op} op (RuntimeError: injected fault)"
+        for op in ("ReadVariableOp", "Mul", "Sum")], rec.warnings
+    np.testing.assert_array_equal(ns["y"].numpy(), plain_ns["y"].numpy())
+    assert not {"Mul", "Sum"} & {op.type for op in rec.ops if op.phase != BACKWARD}
+    assert any(op.phase == BACKWARD for op in rec.ops)
+
+
 @pytest.mark.parametrize("imports,tape", [
     ("import tensorflow.compat.v1 as tf", "tf.GradientTape"),
     ("import tensorflow.compat.v2 as tf", "tf.GradientTape"),

@@ -34,6 +34,10 @@ def function_call(op_type: str) -> tuple:
             name, role = name[len(prefix):], prefix.strip("_")
     return _FUNCTION_SUFFIX.sub("", name) or op_type, role
 
+def _text(op_type) -> str:
+    return op_type.decode(errors="replace") if isinstance(op_type, bytes) else str(op_type)
+
+
 class _TapeState:
     """What tapeviz tracks for one user tape: the same facts TensorFlow's tape keeps."""
 
@@ -59,6 +63,13 @@ class OpsAndTapes:
         # Runs once per eager op: every line here is paid thousands of times a second.
         if graph is not None or self.quiet:
             return None          # graph building inside tf.function, or tapeviz's own work
+        try:
+            self._record_op(op_type, inputs, attrs, outputs)
+        except Exception as e:   # TF would raise it from the program's op: a warning instead
+            self.fault(f"could not record a {_text(op_type)} op", e)
+        return None
+
+    def _record_op(self, op_type, inputs, attrs, outputs) -> None:
         now = _perf_counter()
         if op_type.__class__ is bytes:
             op_type = op_type.decode()
@@ -67,13 +78,13 @@ class OpsAndTapes:
             function, role = function_call(op_type)
         phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
         forward_function = role == "forward"
-        caller = sys._getframe(1)
+        caller = sys._getframe(2)             # the frame that ran the op (on_op is frame 1)
         frame, self.here = nearest_user_frame(caller, self.files)
         line = frame.f_lineno if frame is not None else None
         tid = self.tid
         in_ids = [tid.get(t._id) for t in inputs]
         if None in in_ids:
-            if os.path.basename(caller.f_code.co_filename).startswith("gen_"):   # fast path
+            if self.is_op_wrapper(caller.f_code):
                 self.fast_path_reads(caller, inputs, line)
             in_ids = [self.tensor_id(t, line) for t in inputs]
         op_id = self.next_op
@@ -83,7 +94,7 @@ class OpsAndTapes:
             self.scan_names(frame)
         out_ids = [self.tensor_id(t, line, op_id) for t in outputs]
         tapes = self.which_tapes(inputs, outputs, forward_function) if self.active else []
-        scope = self.eager_context.scope_name
+        scope = self.eager_thread.scope_name
         scope = scope.rstrip("/") or None if scope else None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
@@ -94,7 +105,15 @@ class OpsAndTapes:
                 self.grad_call if phase == BACKWARD else None, self.here)
         self.append_op(op)
         self.last_time = _perf_counter()
-        return None
+
+    def is_op_wrapper(self, code) -> bool:
+        """Is `code` one of TF's generated op wrappers (gen_math_ops.py...), which run ops
+        through the C++ fast path? Cached per code object for the run."""
+        known = self.wrapper_codes.get(code)
+        if known is None:
+            known = self.wrapper_codes[code] = os.path.basename(
+                code.co_filename).startswith("gen_")
+        return known
 
     def print_to_stdout(self, attrs, inputs) -> None:
         """tf.print(..., output_stream=sys.stdout) prints from C++ to file descriptor 1, which

@@ -49,6 +49,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.grad_depth = 0              # >0 while a gradient/jacobian call runs
         self.grad_call: Optional[int] = None
         self.quiet = 0                   # >0 while tapeviz itself runs ops
+        self.wrapper_codes: dict = {}    # code object -> is it a gen_*_ops.py op wrapper
         self.scanned: dict = {}          # id(frame) -> last line whose locals were scanned
         self.last_time = time.perf_counter()
         self.module_globals: Optional[dict] = None
@@ -64,8 +65,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.lazy: dict = {}             # recording id -> (Tensor, tensor, phase, bytes) held
         self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now
-        # TF's eager context, read for each op's name scope (context.context() per op costs)
-        self.eager_context = context.context()
+        # TF's eager context's per-thread data, read for each op's name scope: one attribute
+        # read, where context.context().scope_name is two calls per op
+        self.eager_thread = context.context()._thread_local_data
 
     # -- where in the user's program are we? ---------------------------------------------
 

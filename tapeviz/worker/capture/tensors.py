@@ -107,9 +107,11 @@ class TensorsAndNames:
             rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
                          producer=producer, line=line, file=self.here)
         else:
+            # Positional (id, name, shape, dtype, kind, value, stats, producer, line,
+            # trainable, file): keywords cost more, and this runs for every tensor
             rec = Tensor(rid, None, list(t._shape_tuple()), _DTYPE_NAMES[enum],
                          INTERMEDIATE if producer is not None else CONSTANT,
-                         producer=producer, line=line, file=self.here)
+                         None, None, producer, line, None, self.here)
             self.describe(rec, t)
         self.tensors[rid] = rec
         return rid
