@@ -105,13 +105,13 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         if nodes:
             fig.add_trace(_node_trace(trace, G, shown, nodes, category, flow, scale, large, places, font))
             if flow is not None:
-                fig.add_trace(_legend_entry(STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
+                fig.add_trace(_legend_entry(trace, STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
     if scale is not None:
-        fig.add_trace(_colour_bar(*scale))
+        fig.add_trace(_colour_bar(trace, *scale))
     if flow is not None:
-        fig.add_trace(_legend_entry("no gradient", "circle", NO_GRADIENT))
+        fig.add_trace(_legend_entry(trace, "no gradient", "circle", NO_GRADIENT))
         if any(v is not None and not math.isfinite(v) for v in flow.values()):
-            fig.add_trace(_legend_entry("NaN / Inf gradient", "circle", NON_FINITE))
+            fig.add_trace(_legend_entry(trace, "NaN / Inf gradient", "circle", NON_FINITE))
     for note in _none_notes(G, shown, rises):
         fig.add_annotation(note)
     alarming = [n for n in shown if G.nodes[n].get("nonfinite")]
@@ -210,15 +210,17 @@ def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flo
     )
 
 
-def _legend_entry(name: str, symbol: str, colour: str) -> go.Scattergl:
-    return go.Scattergl(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+# The point-less traces take the graph's own trace type: one Scattergl trace makes plotly
+# set up WebGL for the whole chart, which took Chromium about 0.2 s per draw of a small graph.
+def _legend_entry(trace, name: str, symbol: str, colour: str):
+    return trace(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
                         marker=dict(symbol=symbol, size=14, color=colour))
 
 
-def _colour_bar(low: float, high: float) -> go.Scattergl:
+def _colour_bar(trace, low: float, high: float):
     # Node colours are computed per node (grey and red sit outside the scale), so the
     # colour bar comes from a point-less trace carrying the same scale.
-    return go.Scattergl(
+    return trace(
         x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
         marker=dict(color=[low, high], cmin=low, cmax=high, colorscale=COLORSCALE, showscale=True,
                     colorbar=dict(title=dict(text="size of the gradient ‖grad‖", side="right"), thickness=18,
