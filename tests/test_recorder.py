@@ -697,9 +697,9 @@ def test_a_fault_in_the_op_callback_never_reaches_the_program(monkeypatch):
     assert rec.error is None, rec.error
     assert rec.stdout == out
     # The three ops run inside the tape fail to be recorded, each named; the others are kept.
-    assert [w["message"] for w in rec.warnings if "injected fault" in w["message"]] == [
-        f"tapeviz could not record a {op} op (RuntimeError: injected fault)"
-        for op in ("ReadVariableOp", "Mul", "Sum")], rec.warnings
+    assert [(w["line"], w["message"]) for w in rec.warnings if "injected fault" in w["message"]] \
+        == [(5, f"tapeviz could not record a {op} op (RuntimeError: injected fault)")
+            for op in ("ReadVariableOp", "Mul", "Sum")], rec.warnings   # line 5: y = ...
     np.testing.assert_array_equal(ns["y"].numpy(), plain_ns["y"].numpy())
     assert not {"Mul", "Sum"} & {op.type for op in rec.ops if op.phase != BACKWARD}
     assert any(op.phase == BACKWARD for op in rec.ops)

@@ -66,8 +66,16 @@ class OpsAndTapes:
         try:
             self._record_op(op_type, inputs, attrs, outputs)
         except Exception as e:   # TF would raise it from the program's op: a warning instead
-            self.fault(f"could not record a {_text(op_type)} op", e)
+            self.fault(f"could not record a {_text(op_type)} op", e, self._fault_line())
         return None
+
+    def _fault_line(self) -> Optional[int]:
+        """The program's line that ran the op the callback failed on (None if not found)."""
+        try:
+            frame, _ = nearest_user_frame(sys._getframe(2), self.files)
+            return frame.f_lineno if frame is not None else None
+        except Exception:
+            return None
 
     def _record_op(self, op_type, inputs, attrs, outputs) -> None:
         now = _perf_counter()
