@@ -892,6 +892,43 @@ def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
     assert rec.tapes[0].gradients[0].results[0].grad is not None
 
 
+NATIVE_STDOUT = src("""
+    import os
+    import subprocess
+    import sys
+    import tensorflow as tf
+
+    @tf.function
+    def double(x):
+        tf.print("inside the function:", x, output_stream=sys.stdout)
+        return x * 2
+
+    print("before")
+    y = double(tf.constant(3.0))
+    tf.print("eager:", y, output_stream=sys.stdout)
+    sys.stdout.flush()
+    os.write(1, b"os.write\\n")
+    subprocess.run([sys.executable, "-c", "print('from a subprocess')"], check=True)
+    print("after", y.numpy())
+""")
+
+
+def test_writes_below_python_to_stdout_are_the_programs_output_in_order(tmp_path):
+    """tf.print inside a tf.function (no op callback sees it), os.write(1, ...) and a
+    subprocess write to file descriptor 1: the reference is the same program's real stdout,
+    run plainly in its own process."""
+    program = tmp_path / "native.py"
+    program.write_text(NATIVE_STDOUT)
+    import subprocess
+    import sys
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                           check=True).stdout
+    assert "inside the function: 3" in plain          # the reference shows what is at stake
+    rec, _ = run_recorded(NATIVE_STDOUT)
+    assert rec.error is None, rec.error
+    assert rec.stdout == plain
+
+
 def test_tf_print_to_sys_stdout_is_in_the_recorded_output_in_order():
     program = src("""
         import sys

@@ -127,9 +127,13 @@ def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], 
             user = session.user_frame(frame)
             error = Error("SystemExit", f"the program ended with os._exit({code})",
                           user.f_lineno if user is not None else None)
-        if isinstance(out, StreamedText):
-            out.stop()
-        text = out.out.text() if isinstance(out, StreamedText) else out.text()
+        stream = out
+        if hasattr(stream, "release"):       # native_stdout's wrapper: fd 1's last bytes in
+            stream.release()
+            stream = stream.inner
+        if isinstance(stream, StreamedText):
+            stream.stop()
+        text = stream.out.text() if isinstance(stream, StreamedText) else stream.text()
         rec = session.finish(text, error, time.perf_counter() - started)
         emit({"type": "recording", "recording": rec.to_dict(), "exit_status": code})
 

@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits  # noqa: E402
+from . import exits, native_stdout  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -217,7 +217,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     window.open()
     timer = None
     try:
-        with exits.streamed(out, emit) as stdout, contextlib.redirect_stdout(stdout), \
+        with exits.streamed(out, emit) as streamed, native_stdout.captured(streamed) as stdout, \
+                contextlib.redirect_stdout(stdout), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \

@@ -64,7 +64,7 @@ class OpsAndTapes:
         if graph is not None or self.quiet:
             return None          # graph building inside tf.function, or tapeviz's own work
         try:
-            self._record_op(op_type, inputs, attrs, outputs)
+            self._record_op(op_type, inputs, outputs)
         except Exception as e:   # TF would raise it from the program's op: a warning instead
             self.fault(f"could not record a {_text(op_type)} op", e, self._fault_line())
         return None
@@ -77,7 +77,7 @@ class OpsAndTapes:
         except Exception:
             return None
 
-    def _record_op(self, op_type, inputs, attrs, outputs) -> None:
+    def _record_op(self, op_type, inputs, outputs) -> None:
         now = _perf_counter()
         if op_type.__class__ is bytes:
             op_type = op_type.decode()
@@ -106,8 +106,6 @@ class OpsAndTapes:
         scope = scope.rstrip("/") or None if scope else None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
-        elif op_type == "PrintV2":
-            self.print_to_stdout(attrs, inputs)
         op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
                 round((now - self.last_time) * 1e6, 1), function,
                 self.grad_call if phase == BACKWARD else None, self.here)
@@ -122,21 +120,6 @@ class OpsAndTapes:
             known = self.wrapper_codes[code] = os.path.basename(
                 code.co_filename).startswith("gen_")
         return known
-
-    def print_to_stdout(self, attrs, inputs) -> None:
-        """tf.print(..., output_stream=sys.stdout) prints from C++ to file descriptor 1, which
-        a worker keeps for its messages (pointed at stderr): the program's stdout, which
-        the recording keeps, gets the same text, in order with Python's prints."""
-        try:
-            named = dict(zip(attrs[::2], attrs[1::2]))
-            stream, end = named.get("output_stream"), named.get("end", "\n")
-            stream = stream.decode() if isinstance(stream, bytes) else stream
-            if stream != "stdout" or not inputs:
-                return
-            end = end.decode() if isinstance(end, bytes) else end
-            sys.stdout.write(inputs[0].numpy().decode("utf-8", "replace") + end)
-        except Exception as e:
-            self.fault("could not copy a tf.print to the recorded output", e)
 
     def fast_path_reads(self, wrapper, inputs, line) -> None:
         """Make visible the variable reads that TF's C++ fast path did without a callback.
