@@ -1,0 +1,129 @@
+"""Benchmark: variants of the op callback, A/B in one recorded run of the CNN loop.
+
+The machine's speed drifts by up to 2x between processes, which hides changes of 10-20%
+in the loop ratio of bench_record_cli.py. Here the variants take turns, in blocks of a few
+steps, inside one process and one recording, so drift hits them alike; each prints its
+median block time against the first variant's. Variants:
+  noop      the callback returns at once (TensorFlow's cost of calling it stays)
+  lean      the user's line, the TF ids of inputs and outputs, the scope, one tuple kept in
+            a bounded deque: the floor of a callback that builds records later
+  full      the recorder as it is
+  nostats   full, but no tensor is described (no held tensors, no stats jobs)
+  notapes   full, but no op is put on a tape
+
+What lives in the process (records, held tensors) is shared by all variants, so costs
+that come from the recording's size show in none of them: compare fresh processes
+(bench_record_cli.py) for those.
+
+    python bench/bench_ab.py [--variants noop,lean,full] [--blocks 60] [--block-steps 4]
+"""
+import argparse
+import statistics
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_recorder import LOOP  # noqa: E402
+
+# The guide's loop, in blocks: before each block it tells the harness whose turn it is.
+BLOCKS = LOOP.split("for _ in range(WARMUP):")[0] + """
+import sys
+turn, take_turn = 0, sys._tapeviz_ab_turn
+for _ in range(5):
+    train_step(images, labels)
+for block in range(BLOCKS):
+    take_turn(block)
+    start = time.perf_counter()
+    for _ in range(BLOCK_STEPS):
+        train_step(images, labels)
+    take_turn(block, time.perf_counter() - start)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", default="noop,lean,full")
+    parser.add_argument("--blocks", type=int, default=60)
+    parser.add_argument("--block-steps", type=int, default=4)
+    args = parser.parse_args()
+    names = args.variants.split(",")
+
+    from tapeviz.worker import recorder
+    from tapeviz.worker.capture import ops, session as session_mod, tensors
+    from tapeviz.worker.frames import nearest_user_frame
+
+    now = {"variant": "full", "session": None}
+    times = {name: [] for name in names}
+    kept = deque(maxlen=20_000)
+
+    full_on_op = ops.OpsAndTapes.on_op
+    full_describe = tensors.TensorsAndNames.describe
+    full_which_tapes = ops.OpsAndTapes.which_tapes
+    full_init = session_mod.Session.__init__
+
+    def lean(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None or self.quiet:
+            return None
+        frame, here = nearest_user_frame(sys._getframe(1), self.files)
+        kept.append((op_type, [t._id for t in inputs], [t._id for t in outputs],
+                     frame.f_lineno if frame is not None else None, here,
+                     self.eager_thread.scope_name))
+        return None
+
+    def on_op(self, *a, **k):
+        variant = now["variant"]
+        if variant == "noop":
+            return None
+        if variant == "lean":
+            return lean(self, *a, **k)
+        return full_on_op(self, *a, **k)
+
+    def describe(self, rec, t):
+        if now["variant"] != "nostats":
+            full_describe(self, rec, t)
+
+    def which_tapes(self, *a):
+        return [] if now["variant"] == "notapes" else full_which_tapes(self, *a)
+
+    def init(self, *a, **k):
+        full_init(self, *a, **k)
+        now["session"] = self
+
+    def take_turn(block, seconds=None):
+        if seconds is not None:
+            times[now["variant"]].append(seconds)
+            return
+        deferred = now["session"].deferred      # the last turn's stats jobs end first
+        while True:
+            with deferred._lock:
+                if not deferred._jobs and not deferred._held:
+                    break
+            time.sleep(0.01)
+        now["variant"] = names[block % len(names)]
+
+    ops.OpsAndTapes.on_op = on_op
+    ops.OpsAndTapes.which_tapes = which_tapes
+    tensors.TensorsAndNames.describe = describe
+    session_mod.Session.__init__ = init
+    sys._tapeviz_ab_turn = take_turn
+    program = (BLOCKS.replace("BLOCKS", str(args.blocks))
+               .replace("BLOCK_STEPS", str(args.block_steps)))
+    rec = recorder.record(program, filename="ab_loop.py", timeout=None)
+    if rec.error is not None:
+        raise SystemExit(f"the recorded loop failed: {rec.error}")
+    base = statistics.median(times[names[0]])
+    print(f"median time of a {args.block_steps}-step block, {args.blocks // len(names)} blocks "
+          f"each, against {names[0]}:")
+    for name in names:
+        median = statistics.median(times[name])
+        print(f"  {name:8s} {median * 1000:7.1f} ms  {median / base:5.2f}x  "
+              f"[{min(times[name]) / base:.2f}-{max(times[name]) / base:.2f}]")
+
+
+if __name__ == "__main__":
+    main()
