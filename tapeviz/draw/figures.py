@@ -214,7 +214,7 @@ def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flo
 # set up WebGL for the whole chart, which took Chromium about 0.2 s per draw of a small graph.
 def _legend_entry(trace, name: str, symbol: str, colour: str):
     return trace(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
-                        marker=dict(symbol=symbol, size=14, color=colour))
+                 marker=dict(symbol=symbol, size=14, color=colour))
 
 
 def _colour_bar(trace, low: float, high: float):

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Callable, Optional
 
+from .native_stdout import NativeStdout
+
 FLUSH_S = 0.02               # the flusher thread sends what waits this often
 EAGER_GAP_S = 0.01           # a line is sent at once when nothing was sent this long before
 STREAM_CHARS = 200_000       # the most text that waits (the server keeps only the newest)
@@ -128,7 +130,7 @@ def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], 
             error = Error("SystemExit", f"the program ended with os._exit({code})",
                           user.f_lineno if user is not None else None)
         stream = out
-        if hasattr(stream, "release"):       # native_stdout's wrapper: fd 1's last bytes in
+        if isinstance(stream, NativeStdout):  # fd 1's last bytes join the text first
             stream.release()
             stream = stream.inner
         if isinstance(stream, StreamedText):

@@ -72,7 +72,7 @@ class OpsAndTapes:
     def _fault_line(self) -> Optional[int]:
         """The program's line that ran the op the callback failed on (None if not found)."""
         try:
-            frame, _ = nearest_user_frame(sys._getframe(2), self.files)
+            frame = self.user_frame(sys._getframe(2))
             return frame.f_lineno if frame is not None else None
         except Exception:
             return None
