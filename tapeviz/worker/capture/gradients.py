@@ -64,9 +64,9 @@ class GradientsAndAlerts:
         goes to the stats thread."""
         g = getattr(grad, "values", grad)
         if isinstance(g, EagerTensor):
-            described = self.tensors.get(self.tid.get(g._id))
+            described = self.record(self.tid.get(g._id))
             if described is not None and (described.stats is not None
-                                          or described.id in self.pending_stats):
+                                          or self.owes_stats(described.id)):
                 # A backward op's output, described anyway: its stats give the norm at finish
                 entry = FlowEntry(rid, None)
                 self.norms_from_stats.setdefault(described.id, (described, []))[1].append(entry)
@@ -111,7 +111,7 @@ class GradientsAndAlerts:
             for i in op.inputs:
                 forward = grad_of.get(i)
                 if forward is not None:
-                    p = self.tensors.get(forward)
+                    p = self.record(forward)
                     fop = self._op(p.producer) if p is not None and p.producer is not None else None
                     if fop is not None and fop.scope:
                         scope = "gradient_tape/" + fop.scope
@@ -128,5 +128,5 @@ class GradientsAndAlerts:
         for r in call.results:
             if r.grad is None:
                 r.none_reason = explain.none_reason(
-                    ops=ops, tensors=self.tensors, tape=state.rec, targets=call.target,
+                    ops=ops, tensors=self.records(), tape=state.rec, targets=call.target,
                     source=r.source, program=self.source)

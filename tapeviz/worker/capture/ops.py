@@ -3,6 +3,7 @@ recorded each op, decided as TensorFlow's tape decides; the tapes' lifetimes and
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from ..frames import nearest_user_frame
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor
 
 _FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
+_TF_ID = operator.attrgetter("_id")      # a C call per tensor, where a comprehension is a frame
 
 
 def function_call(op_type: str) -> tuple:
@@ -85,32 +87,48 @@ class OpsAndTapes:
         if op_type.startswith("__"):
             function, role = function_call(op_type)
         phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
-        forward_function = role == "forward"
         caller = sys._getframe(2)             # the frame that ran the op (on_op is frame 1)
         frame, self.here = nearest_user_frame(caller, self.files)
-        line = frame.f_lineno if frame is not None else None
+        line = self.line_of(frame) if frame is not None else None
         tid = self.tid
-        in_ids = [tid.get(t._id) for t in inputs]
+        in_ids = list(map(tid.get, map(_TF_ID, inputs)))
         if None in in_ids:
             if self.is_op_wrapper(caller.f_code):
                 self.fast_path_reads(caller, inputs, line)
             in_ids = [self.tensor_id(t, line) for t in inputs]
         op_id = self.next_op
-        self.next_op += 1
+        self.next_op = op_id + 1
         if frame is not None and self.scanned.get(id(frame)) != line:
             self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
             self.scan_names(frame)
-        out_ids = [self.tensor_id(t, line, op_id) for t in outputs]
-        tapes = self.which_tapes(inputs, outputs, forward_function) if self.active else []
+        # An op's outputs are new tensors (tensor_id's lookup would only miss)
+        new_tensor = self.new_tensor
+        out_ids = [new_tensor(t, line, op_id) for t in outputs]
+        tapes = self.which_tapes(inputs, outputs, role == "forward") if self.active else []
         scope = self.eager_thread.scope_name
-        scope = scope.rstrip("/") or None if scope else None
+        if scope:
+            scope = scope.rstrip("/") or None
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
-        op = Op(op_id, function or op_type, in_ids, out_ids, line, scope, tapes, phase,
-                round((now - self.last_time) * 1e6, 1), function,
-                self.grad_call if phase == BACKWARD else None, self.here)
-        self.append_op(op)
+        # The duration stays in seconds here; finish rounds it to microseconds for kept ops
+        self.append_op(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None,
+                          tapes, phase, now - self.last_time, function,
+                          self.grad_call if phase == BACKWARD else None, self.here))
         self.last_time = _perf_counter()
+
+    def line_of(self, frame) -> int:
+        """frame.f_lineno, cached per instruction: f_lineno scans the code's line table from
+        its start, which is costly per op at a long program's top level."""
+        code = frame.f_code
+        known = self.code_lines.get(id(code))
+        if known is None or known[0] is not code:
+            known = self.code_lines[id(code)] = (code, {})
+        lines = known[1]
+        lasti = frame.f_lasti
+        line = lines.get(lasti)
+        if line is None:
+            line = lines[lasti] = frame.f_lineno
+        return line
 
     def is_op_wrapper(self, code) -> bool:
         """Is `code` one of TF's generated op wrappers (gen_math_ops.py...), which run ops
@@ -159,8 +177,7 @@ class OpsAndTapes:
             self.ops.popleft()
             self.dropped_ops += 1
             if self.dropped_ops % self.max_ops == 0:
-                self.compact()
-                self.settle_dropped()
+                self.settle_dropped(self.compact())
 
     def which_tapes(self, inputs, outputs, forward_function) -> list:
         """The user tapes that record this op, decided as TensorFlow's tape decides."""
@@ -204,8 +221,9 @@ class OpsAndTapes:
                     return True
         return False
 
-    def compact(self) -> None:
-        """Forget tensors that no kept op, tape or gradient refers to (bounds memory)."""
+    def compact(self) -> set:
+        """Forget tensors that no kept op, tape or gradient refers to (bounds memory); returns
+        the recording ids kept."""
         keep = set()
         for op in self.ops:
             keep.update(op.inputs)
@@ -223,6 +241,7 @@ class OpsAndTapes:
                 tape.ops = [i for i in tape.ops if i >= first]
         self.tensors = {k: v for k, v in self.tensors.items() if k in keep}
         self.tid = {k: v for k, v in self.tid.items() if v in keep}
+        return keep
 
     def ops_since(self, first_op: int) -> list:
         """The kept ops from id `first_op` on, read from the newest end: a deque is cheap to

@@ -51,6 +51,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.quiet = 0                   # >0 while tapeviz itself runs ops
         self.wrapper_codes: dict = {}    # code object -> is it a gen_*_ops.py op wrapper
         self.scanned: dict = {}          # id(frame) -> last line whose locals were scanned
+        self.code_lines: dict = {}       # id(code) -> (code, {f_lasti: line}), see line_of
         self.last_time = time.perf_counter()
         self.module_globals: Optional[dict] = None
         self.files = UserFiles(filename)  # the user's project files, named for the recording
@@ -62,7 +63,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         # recording id -> (its Tensor, FlowEntries whose norm its stats give at finish); such a
         # tensor is described even if its op is dropped
         self.norms_from_stats: dict = {}
-        self.lazy: dict = {}             # recording id -> (Tensor, tensor, phase, bytes) held
+        # recording id -> (tensor, phase, bytes, producer, line, file): held, described later;
+        # its Tensor record, if made yet, is in `tensors`
+        self.lazy: dict = {}
         self.lazy_bytes = 0
         self.op_phase = FORWARD          # the phase of the op being recorded now
         # TF's eager context's per-thread data, read for each op's name scope: one attribute
@@ -93,9 +96,11 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
             if text not in block_ends:
                 block_ends[text] = _with_block_ends(text)
             tape.end_line = block_ends[text].get(tape.line, tape.end_line)
-        kept = {op.id for op in self.ops}
-        self.compact()
-        self.settle_all()
+        kept = set()
+        for op in self.ops:
+            kept.add(op.id)
+            op.duration_us = round(op.duration_us * 1e6, 1)   # the op callback keeps seconds
+        self.settle_all(self.compact())
         self.fill_norms_from_stats()
         self.merge_late_alerts()
         for tape in self.tapes:

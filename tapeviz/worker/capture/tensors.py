@@ -41,10 +41,25 @@ class _ItemSizes(dict):
 
 
 _ITEMSIZE = _ItemSizes()
+# TF dtype enum -> bytes per element, for the numeric dtypes new_tensor holds directly
+_NUMERIC_ITEMSIZE = {d.as_datatype_enum: d.size for d in (
+    tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
+    tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.uint16, tf.uint32, tf.uint64,
+    tf.bool)}
 # What TensorFlow's tape treats as differentiable (backprop_util.IsTrainable).
 TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
     tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
     tf.resource, tf.variant)}
+
+
+def _record(rid: int, t, producer: Optional[int], line: Optional[int],
+            file: Optional[str]) -> Tensor:
+    """A tensor's record as first seen: shape, dtype, where; described later."""
+    # Positional (id, name, shape, dtype, kind, value, stats, producer, line, trainable,
+    # file): keywords cost more
+    return Tensor(rid, None, list(t._shape_tuple()), _DTYPE_NAMES[t._datatype_enum()],
+                  CONSTANT if producer is None else INTERMEDIATE, None, None, producer, line,
+                  None, file)
 
 
 class TensorsAndNames:
@@ -78,7 +93,7 @@ class TensorsAndNames:
 
     def _name_one(self, name, value):
         if isinstance(value, EagerTensor):
-            rec = self.tensors.get(self.tid.get(value._id))
+            rec = self.record(self.tid.get(value._id))
             if rec is not None and rec.name is None:
                 rec.name = name
         elif isinstance(value, tf.Variable) or type(value).__name__ == "Variable":
@@ -95,53 +110,84 @@ class TensorsAndNames:
     # -- tensors ---------------------------------------------------------------------------
 
     def tensor_id(self, t, line: Optional[int], producer: Optional[int] = None) -> int:
-        tf_id = t._id
-        rid = self.tid.get(tf_id)
-        if rid is not None:
-            return rid
+        rid = self.tid.get(t._id)
+        return rid if rid is not None else self.new_tensor(t, line, producer)
+
+    def new_tensor(self, t, line: Optional[int], producer: Optional[int] = None) -> int:
+        """Give a tensor seen for the first time its recording id. Runs for most outputs of
+        every op, so the common case, a small numeric tensor, makes no record yet: it is
+        held with what its record needs (see `record`) until the bounds decide."""
         rid = self.next_tensor
-        self.next_tensor += 1
+        self.next_tensor = rid + 1
+        tf_id = t._id
         self.tid[tf_id] = rid
         enum = t._datatype_enum()          # not .dtype, a Python property: this runs per tensor
+        itemsize = _NUMERIC_ITEMSIZE.get(enum)
+        if itemsize is not None:
+            size = t._num_elements()
+            if size <= BIG:
+                nbytes = size * itemsize
+                self.lazy[rid] = (t, self.op_phase, nbytes, producer, line, self.here)
+                self.lazy_bytes += nbytes
+                if self.lazy_bytes > LAZY_BUDGET:
+                    self.settle_oldest()
+                return rid
         if enum == RESOURCE:
-            rec = Tensor(rid, self.handle_names.get(tf_id), [], "resource", VARIABLE,
-                         producer=producer, line=line, file=self.here)
-        else:
-            # Positional (id, name, shape, dtype, kind, value, stats, producer, line,
-            # trainable, file): keywords cost more, and this runs for every tensor
-            rec = Tensor(rid, None, list(t._shape_tuple()), _DTYPE_NAMES[enum],
-                         INTERMEDIATE if producer is not None else CONSTANT,
-                         None, None, producer, line, None, self.here)
-            self.describe(rec, t)
-        self.tensors[rid] = rec
+            self.tensors[rid] = Tensor(rid, self.handle_names.get(tf_id), [], "resource",
+                                       VARIABLE, producer=producer, line=line, file=self.here)
+            return rid
+        rec = self.tensors[rid] = _record(rid, t, producer, line, self.here)
+        self.describe(rec, t)
         return rid
+
+    def record(self, rid: Optional[int]) -> Optional[Tensor]:
+        """The Tensor record of `rid`, made now for a held tensor that has none yet."""
+        rec = self.tensors.get(rid)
+        if rec is None and rid in self.lazy:
+            t, _, _, producer, line, file = self.lazy[rid]
+            rec = self.tensors[rid] = _record(rid, t, producer, line, file)
+        return rec
+
+    def records(self) -> dict:
+        """Every Tensor record, held tensors' made now: for the rare reader of them all."""
+        for rid in self.lazy:
+            self.record(rid)
+        return self.tensors
 
     def describe(self, rec: Tensor, t) -> None:
         """Describe `rec` from `t`, off the op callback's path where it can be: a big
         tensor's stats go to the stats thread; every other numeric tensor is held (within
         a byte budget) until the bounds decide whether its op is kept, so a kept one is
         described once, at finish, and a dropped one only gets the NaN/Inf check its
-        alert needs. Tensors are immutable, so the value read later is the value now."""
+        alert needs. Tensors are immutable, so the value read later is the value now.
+        (new_tensor holds small ones itself, the same way.)"""
         if rec.dtype in numerics.NON_NUMERIC_DTYPES:
             self.describe_non_numeric(rec, t)
             return
         size = math.prod(rec.shape)
-        self.pending_stats.add(rec.id)
         if size > BIG:
             try:
                 a = t._numpy_internal()   # a view, no copy; the job holds the tensor
             except Exception:
-                self.pending_stats.discard(rec.id)
                 return
             # Its NaN/Inf alert is decided on the stats thread; the earliest op per kind and
             # phase wins at finish.
+            self.pending_stats.add(rec.id)
             self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
             return
         nbytes = size * _ITEMSIZE[rec.dtype]
-        self.lazy[rec.id] = (rec, t, self.op_phase, nbytes)
+        self.lazy[rec.id] = (t, self.op_phase, nbytes, rec.producer, rec.line, rec.file)
         self.lazy_bytes += nbytes
+        if self.lazy_bytes > LAZY_BUDGET:
+            self.settle_oldest()
+
+    def settle_oldest(self) -> None:
         while self.lazy_bytes > LAZY_BUDGET:
             self.settle(next(iter(self.lazy)), kept=True)
+
+    def owes_stats(self, rid: int) -> bool:
+        """Will `rid` be described later (held, or queued on the stats thread)?"""
+        return rid in self.lazy or rid in self.pending_stats
 
     def describe_non_numeric(self, rec: Tensor, t) -> None:
         """Strings, variants, resources: dtype and shape, a short preview for strings."""
@@ -187,24 +233,31 @@ class TensorsAndNames:
 
     def settle(self, rid: int, kept: bool) -> None:
         """Describe a held tensor (`kept`), or give a dropped one its NaN/Inf check alone."""
-        rec, t, phase, nbytes = self.lazy.pop(rid)
+        t, phase, nbytes, producer, line, file = self.lazy.pop(rid)
         self.lazy_bytes -= nbytes
-        self.pending_stats.discard(rid)
+        owed = self.norms_from_stats.get(rid)
         try:
             a = t._numpy_internal()
         except Exception:
             return
-        if kept or rid in self.norms_from_stats or (rec.producer is not None and a.dtype.kind in "fc"
-                    and not np.isfinite(np.add.reduce(a.reshape(-1)))):
-            self._describe_later(rec, phase)((a, t))    # a NaN/Inf (or overflow): count it
+        if kept or owed is not None or (producer is not None and a.dtype.kind in "fc"
+                                        and not np.isfinite(np.add.reduce(a.reshape(-1)))):
+            # a NaN/Inf (or overflow) in a dropped one is counted too
+            rec = self.tensors.get(rid) or (owed[0] if owed is not None else None)
+            if rec is None:
+                rec = _record(rid, t, producer, line, file)
+                if kept:
+                    self.tensors[rid] = rec
+            self._describe_later(rec, phase)((a, t))
 
-    def settle_dropped(self) -> None:
-        """Held tensors that compaction forgot: only their NaN/Inf check is still owed."""
-        for rid in [rid for rid in self.lazy if rid not in self.tensors]:
+    def settle_dropped(self, keep: set) -> None:
+        """Held tensors that compaction forgot (not in `keep`): only their NaN/Inf check is
+        still owed."""
+        for rid in [rid for rid in self.lazy if rid not in keep]:
             self.settle(rid, kept=False)
 
-    def settle_all(self) -> None:
-        self.settle_dropped()
+    def settle_all(self, keep: set) -> None:
+        self.settle_dropped(keep)
         for rid in list(self.lazy):
             self.settle(rid, kept=True)
 
@@ -222,7 +275,7 @@ class TensorsAndNames:
 
     def describe_variable(self, handle_rid, value, handle):
         var = self.tensors[handle_rid]
-        if var.stats is None and handle_rid not in self.pending_stats:
+        if var.stats is None and not self.owes_stats(handle_rid):
             var.shape = list(value.shape.as_list())
             var.dtype = value.dtype.name
             self.describe(var, value)
@@ -233,7 +286,7 @@ class TensorsAndNames:
 
     def read_variable(self, rid, variable, handle) -> None:
         """Describe a variable from its current value, unseen by tapes and the recording."""
-        if self.tensors[rid].stats is not None or rid in self.pending_stats:
+        if self.tensors[rid].stats is not None or self.owes_stats(rid):
             return
         self.quiet += 1
         try:
