@@ -21,6 +21,7 @@ from ..frames import nearest_user_frame
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor
 
 _FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
+_NEVER_VARIABLES = frozenset({float, int, bool, type(None), EagerTensor})
 _TF_ID = operator.attrgetter("_id")      # a C call per tensor, where a comprehension is a frame
 
 
@@ -147,16 +148,21 @@ class OpsAndTapes:
         line up with the op's inputs, so the variable behind each unseen input is known."""
         code = wrapper.f_code
         args = []
+        local = wrapper.f_locals    # a new dict at each read of f_locals: read it once
         # Generated wrappers take the op's inputs first, then its attrs.
         for name in code.co_varnames[:code.co_argcount]:
             if len(args) >= len(inputs):
                 break
-            value = wrapper.f_locals.get(name)
+            value = local.get(name)
             args.extend(value if isinstance(value, (list, tuple)) else [value])
         if len(args) != len(inputs):
             return
+        tid = self.tid
         for arg, t in zip(args, inputs):
-            if t._id in self.tid or not isinstance(arg, tf.Variable):
+            # isinstance(arg, tf.Variable) goes through TF's metaclass: skip it for the
+            # arguments most calls pass (Python numbers, tensors)
+            if t._id in tid or arg.__class__ in _NEVER_VARIABLES or not isinstance(
+                    arg, tf.Variable):
                 continue
             handle = getattr(arg, "handle", None)
             if not isinstance(handle, EagerTensor):
