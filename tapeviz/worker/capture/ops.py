@@ -90,13 +90,20 @@ class OpsAndTapes:
         phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
         caller = sys._getframe(2)             # the frame that ran the op (on_op is frame 1)
         frame, self.here = nearest_user_frame(caller, self.files)
-        line = self.line_of(frame) if frame is not None else None
+        if frame is None:
+            line = None
+        elif frame.f_code is self.last_code and frame.f_lasti == self.last_lasti:
+            line = self.last_line             # the same call as the last op's (a layer's ops)
+        else:
+            line = self.line_of(frame)
         tid = self.tid
         in_ids = list(map(tid.get, map(_TF_ID, inputs)))
         if None in in_ids:
             if self.is_op_wrapper(caller.f_code):
                 self.fast_path_reads(caller, inputs, line)
-            in_ids = [self.tensor_id(t, line) for t in inputs]
+            tensor_id = self.tensor_id        # (fast_path_reads may have named some of them)
+            in_ids = [tensor_id(t, line) if rid is None else rid
+                      for rid, t in zip(in_ids, inputs)]
         op_id = self.next_op
         self.next_op = op_id + 1
         if frame is not None and self.scanned.get(id(frame)) != line:
@@ -112,14 +119,18 @@ class OpsAndTapes:
         if op_type == "ReadVariableOp" and in_ids:
             self.describe_variable(in_ids[0], outputs[0], inputs[0])
         # The duration stays in seconds here; finish rounds it to microseconds for kept ops
-        self.append_op(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None,
-                          tapes, phase, now - self.last_time, function,
-                          self.grad_call if phase == BACKWARD else None, self.here))
+        ops = self.ops
+        ops.append(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None, tapes,
+                      phase, now - self.last_time, function,
+                      self.grad_call if phase == BACKWARD else None, self.here))
+        if len(ops) > self.max_ops:
+            self.drop_oldest_op()
         self.last_time = _perf_counter()
 
     def line_of(self, frame) -> int:
         """frame.f_lineno, cached per instruction: f_lineno scans the code's line table from
-        its start, which is costly per op at a long program's top level."""
+        its start, which is costly per op at a long program's top level. The last answer is
+        kept apart: a layer's ops all come from one call in the program."""
         code = frame.f_code
         known = self.code_lines.get(id(code))
         if known is None or known[0] is not code:
@@ -129,6 +140,7 @@ class OpsAndTapes:
         line = lines.get(lasti)
         if line is None:
             line = lines[lasti] = frame.f_lineno
+        self.last_code, self.last_lasti, self.last_line = code, lasti, line
         return line
 
     def is_op_wrapper(self, code) -> bool:
@@ -180,10 +192,13 @@ class OpsAndTapes:
     def append_op(self, op: Op) -> None:
         self.ops.append(op)
         if len(self.ops) > self.max_ops:
-            self.ops.popleft()
-            self.dropped_ops += 1
-            if self.dropped_ops % self.max_ops == 0:
-                self.settle_dropped(self.compact())
+            self.drop_oldest_op()
+
+    def drop_oldest_op(self) -> None:
+        self.ops.popleft()
+        self.dropped_ops += 1
+        if self.dropped_ops % self.max_ops == 0:
+            self.settle_dropped(self.compact())
 
     def which_tapes(self, inputs, outputs, forward_function) -> list:
         """The user tapes that record this op, decided as TensorFlow's tape decides."""
@@ -191,8 +206,7 @@ class OpsAndTapes:
             return []
         if pywrap_tfe.TFE_Py_TapeSetIsStopped() and not forward_function:
             return []   # tf.function forward calls run stopped, then are recorded explicitly
-        if not forward_function and not pywrap_tfe.TFE_Py_TapeSetShouldRecordBackprop(
-                list(inputs)):
+        if not forward_function and not pywrap_tfe.TFE_Py_TapeSetShouldRecordBackprop(inputs):
             return []
         result = []
         for state in self.active:

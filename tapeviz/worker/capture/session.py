@@ -52,6 +52,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.wrapper_codes: dict = {}    # code object -> is it a gen_*_ops.py op wrapper
         self.scanned: dict = {}          # id(frame) -> last line whose locals were scanned
         self.code_lines: dict = {}       # id(code) -> (code, {f_lasti: line}), see line_of
+        self.last_code = self.last_lasti = self.last_line = None   # line_of's last answer
         self.last_time = time.perf_counter()
         self.module_globals: Optional[dict] = None
         self.files = UserFiles(filename)  # the user's project files, named for the recording
