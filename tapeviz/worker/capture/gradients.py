@@ -4,12 +4,27 @@ tensors are described, in tensors.py, once their stats exist.)
 """
 from __future__ import annotations
 
-import tensorflow as tf
 
 from ... import explain
 from .. import numerics
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float
-from .tensors import BIG, TRAINABLE_ENUMS, EagerTensor
+from .tensors import BIG, RESOURCE, TRAINABLE_ENUMS, EagerTensor
+
+# What a gradient can flow through between sources and target: trainable, not a variable
+FLOWING_ENUMS = TRAINABLE_ENUMS - {RESOURCE}
+
+
+def _values(grad):
+    """An IndexedSlices' values, else `grad` itself. A tensor first: getattr's default on a
+    missing attribute costs an exception, and Tensor's own __getattr__, per gradient."""
+    return grad if grad.__class__ is EagerTensor else getattr(grad, "values", grad)
+
+
+def _flows(t) -> bool:
+    """Can a gradient flow through `t` (trainable, not a variable's handle)?"""
+    if isinstance(t, EagerTensor):       # _datatype_enum(): .dtype is a Python property
+        return t._datatype_enum() in FLOWING_ENUMS
+    return t.dtype.as_datatype_enum in FLOWING_ENUMS      # a watched tf.Variable
 
 
 class GradientsAndAlerts:
@@ -26,9 +41,8 @@ class GradientsAndAlerts:
         for ins, outs in reversed(state.edges):
             if any(o in up for o in outs):
                 up.update(ins)
-        ids = [i for i in (down & up) - source_ids if i in state.held]
-        return [i for i in ids if state.held[i].dtype.as_datatype_enum in TRAINABLE_ENUMS
-                and state.held[i].dtype != tf.resource]
+        held = state.held
+        return [i for i in (down & up) - source_ids if i in held and _flows(held[i])]
 
     def finish_call(self, state, call: GradientCall, flat_sources, flat_grads, flow_ids,
                     flow_grads, first_backward_op: int) -> None:
@@ -38,8 +52,8 @@ class GradientsAndAlerts:
             if grad is None:
                 call.results.append(GradResult(rid, None, None))   # reason filled in below
                 continue
-            gid = self.tensor_id(getattr(grad, "values", grad), line) \
-                if isinstance(getattr(grad, "values", grad), EagerTensor) else None
+            g = _values(grad)
+            gid = self.tensor_id(g, line) if isinstance(g, EagerTensor) else None
             call.results.append(GradResult(rid, gid))
             call.flow.append(self.flow_entry(rid, grad))
         grad_of = {}
@@ -49,7 +63,7 @@ class GradientsAndAlerts:
             if entry is None:
                 continue
             call.flow.append(entry)
-            g = getattr(grad, "values", grad)
+            g = _values(grad)
             if isinstance(g, EagerTensor) and g._id in self.tid:
                 grad_of[self.tid[g._id]] = rid
         self.scope_backward_ops(first_backward_op, grad_of)
@@ -62,14 +76,16 @@ class GradientsAndAlerts:
         waiting for it: when the gradient is a recorded tensor (a backward op's output), its
         stats give the norm at finish (||g||^2 = n (std^2 + mean^2)); a big one that is not
         goes to the stats thread."""
-        g = getattr(grad, "values", grad)
+        g = _values(grad)
         if isinstance(g, EagerTensor):
-            described = self.record(self.tid.get(g._id))
-            if described is not None and (described.stats is not None
-                                          or self.owes_stats(described.id)):
-                # A backward op's output, described anyway: its stats give the norm at finish
+            gid = self.tid.get(g._id)
+            described = self.tensors.get(gid)     # None for a held one without a record yet
+            if gid in self.lazy or gid in self.pending_stats or (
+                    described is not None and described.stats is not None):
+                # A backward op's output, described anyway: its stats give the norm at finish.
+                # (settle gives a held one its record then.)
                 entry = FlowEntry(rid, None)
-                self.norms_from_stats.setdefault(described.id, (described, []))[1].append(entry)
+                self.norms_from_stats.setdefault(gid, [described, []])[1].append(entry)
                 return entry
             try:
                 a = g._numpy_internal()       # a view, no copy; the job holds the tensor
@@ -88,6 +104,8 @@ class GradientsAndAlerts:
     def fill_norms_from_stats(self) -> None:
         """At finish, once every big tensor's stats are in: the norms flow_entry left."""
         for rec, entries in self.norms_from_stats.values():
+            if rec is None:           # a held tensor that could not be read at settle
+                continue
             norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
             for entry in entries:
                 entry.norm = norm

@@ -59,10 +59,11 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.here: Optional[str] = None  # the file of the last user frame found: ops, tensors
         self.window = None               # a TapeWindow when only some top-level tapes record
         self.deferred = Deferred()       # big tensors' stats, off the op callback's path
-        self.pending_stats: set = set()  # recording ids whose stats the deferred jobs owe
+        self.pending_stats: set = set()  # big tensors' recording ids whose stats jobs are queued
         self.late_alerts: list = []      # NaN/Inf found by deferred jobs
-        # recording id -> (its Tensor, FlowEntries whose norm its stats give at finish); such a
-        # tensor is described even if its op is dropped
+        # recording id -> [its Tensor (None for a held one until settle makes it), FlowEntries
+        # whose norm its stats give at finish]; such a tensor is described even if its op is
+        # dropped
         self.norms_from_stats: dict = {}
         # recording id -> (tensor, phase, bytes, producer, line, file): held, described later;
         # its Tensor record, if made yet, is in `tensors`

@@ -248,6 +248,8 @@ class TensorsAndNames:
                 rec = _record(rid, t, producer, line, file)
                 if kept:
                     self.tensors[rid] = rec
+            if owed is not None:
+                owed[0] = rec                 # the norms flow_entry left come from its stats
             self._describe_later(rec, phase)((a, t))
 
     def settle_dropped(self, keep: set) -> None:
