@@ -51,6 +51,17 @@ def test_every_example_runs_from_its_link_and_draws(name):
         assert not at.error, texts(at.error)
 
 
+def test_the_bare_address_opens_on_the_first_lesson_as_its_link_does():
+    # A class opens the app's address and should see a lesson drawn, not an empty page
+    bare, link = opened(), opened(example=examples.names()[0])
+    assert not bare.exception
+    assert bare.session_state.rec is not None, "the bare page ran nothing"
+    assert bare.session_state.source == link.session_state.source
+    assert [op.type for op in bare.session_state.rec.ops] == \
+        [op.type for op in link.session_state.rec.ops]
+    assert len(charts(bare)) == len(charts(link)) > 0
+
+
 def test_higher_order_opens_on_the_outer_gradient_and_names_its_tapes():
     at = opened(example="higher_order")
     assert "dy_dx = 3.0" in texts(at.code) and "d2y_dx2 = 6.0" in texts(at.code)

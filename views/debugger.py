@@ -60,7 +60,8 @@ def unfold(node):
 
 
 def start_from_url():
-    """The first visit: ?example=NAME or ?code=TOKEN fills the editor and runs it."""
+    """The first visit: ?example=NAME or ?code=TOKEN fills the editor and runs it; the bare
+    address runs the first example."""
     params = st.query_params
     name, token = params.get("example"), params.get("code")
     if name in examples.names():
@@ -76,8 +77,14 @@ def start_from_url():
     if name and name not in examples.names():
         st.session_state.url_problem = (f"There is no example called “{share.plain(name)}”; "
                                          "pick one from the list.")
-    if not name and not token and os.environ.get(opened.VIEW_ENV):
-        open_path(os.environ[opened.VIEW_ENV])       # `tapeviz view RUN.json`
+    if not name and not token:
+        if os.environ.get(opened.VIEW_ENV):
+            open_path(os.environ[opened.VIEW_ENV])   # `tapeviz view RUN.json`
+        else:
+            # The bare address opens on the first lesson, run and drawn, as its link would:
+            # a class that opens the app learns from the page before touching anything
+            st.session_state.example = examples.names()[0]
+            load_example()
     st.session_state.setdefault("source", editor.example_code(examples.names()[0]))
 
 
