@@ -4,7 +4,6 @@ tensors are described, in tensors.py, once their stats exist.)
 """
 from __future__ import annotations
 
-
 from ... import explain
 from .. import numerics
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float

@@ -239,17 +239,24 @@ class TensorsAndNames:
         try:
             a = t._numpy_internal()
         except Exception:
-            return
-        if kept or owed is not None or (producer is not None and a.dtype.kind in "fc"
-                                        and not np.isfinite(np.add.reduce(a.reshape(-1)))):
-            # a NaN/Inf (or overflow) in a dropped one is counted too
-            rec = self.tensors.get(rid) or (owed[0] if owed is not None else None)
-            if rec is None:
+            a = None                          # a kept one still gets its record, without stats
+        if not (kept or owed is not None or (
+                a is not None and producer is not None and a.dtype.kind in "fc"
+                and not np.isfinite(np.add.reduce(a.reshape(-1))))):
+            return                            # dropped, and no NaN/Inf (or overflow) in it
+        rec = self.tensors.get(rid) or (owed[0] if owed is not None else None)
+        if rec is None:
+            try:
                 rec = _record(rid, t, producer, line, file)
-                if kept:
-                    self.tensors[rid] = rec
-            if owed is not None:
-                owed[0] = rec                 # the norms flow_entry left come from its stats
+            except Exception as e:            # at finish: a warning, never a lost recording
+                rec = Tensor(rid, None, [], "unknown", CONSTANT if producer is None
+                             else INTERMEDIATE, producer=producer, line=line, file=file)
+                self.fault("could not read this tensor", e, line, rec)
+            if kept:
+                self.tensors[rid] = rec
+        if owed is not None:
+            owed[0] = rec                     # the norms flow_entry left come from its stats
+        if a is not None:
             self._describe_later(rec, phase)((a, t))
 
     def settle_dropped(self, keep: set) -> None:
