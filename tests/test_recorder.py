@@ -505,6 +505,19 @@ def test_a_timeout_keeps_the_line_the_first_alarm_interrupted():
     assert error.type == "Timeout" and error.line == 3
 
 
+def test_an_alarm_after_the_program_returned_is_not_a_timeout():
+    # A program that ends just before its limit: the alarm may fire while tapeviz closes
+    # the run (its context managers), outside the program. That is not the program timing
+    # out, and a Timeout there would have no line of the program.
+    import time
+    with recorder._time_limit(0.05, "program.py") as timer:
+        exec(compile("x = 1\n", "program.py", "exec"), {})
+        deadline = time.monotonic() + 0.3
+        while time.monotonic() < deadline:      # tapeviz's own code, the program returned
+            pass
+    assert not timer.fired
+
+
 def test_huge_recordings_keep_the_newest_ops_and_say_what_was_dropped():
     program = src("""
         import tensorflow as tf

@@ -145,12 +145,17 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
         return
 
     def on_alarm(signum, frame):
+        line = _frame_line(frame, filename)
+        if line is None:
+            # The program is not on the stack: it has returned, and tapeviz is closing the
+            # run (the limit is disarmed next). A program that ended in time did not time out.
+            return
         # Again a second later, in case the program catches BaseException and goes on.
         signal.setitimer(signal.ITIMER_REAL, 1.0)
         if not timer.fired:
             # Kept here: a later alarm may fire while the first Timeout unwinds (a busy
             # machine), and its traceback no longer passes through the program.
-            timer.line = _frame_line(frame, filename)
+            timer.line = line
         timer.fired = True
         raise Timeout()
 
