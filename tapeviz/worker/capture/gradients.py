@@ -79,8 +79,7 @@ class GradientsAndAlerts:
         if isinstance(g, EagerTensor):
             gid = self.tid.get(g._id)
             described = self.tensors.get(gid)     # None for a held one without a record yet
-            if gid in self.lazy or gid in self.pending_stats or (
-                    described is not None and described.stats is not None):
+            if self.owes_stats(gid) or (described is not None and described.stats is not None):
                 # A backward op's output, described anyway: its stats give the norm at finish.
                 # (settle gives a held one its record then.)
                 entry = FlowEntry(rid, None)
