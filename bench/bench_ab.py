@@ -5,17 +5,21 @@ in the loop ratio of bench_record_cli.py. Here the variants take turns, in block
 steps, inside one process and one recording, so drift hits them alike; each prints its
 median block time against the first variant's. Variants:
   noop      the callback returns at once (TensorFlow's cost of calling it stays)
+  walk      only the walk out to the user's frame and its line
   lean      the user's line, the TF ids of inputs and outputs, the scope, one tuple kept in
             a bounded deque: the floor of a callback that builds records later
   full      the recorder as it is
   nostats   full, but no tensor is described (no held tensors, no stats jobs)
   notapes   full, but no op is put on a tape
+  noflow    full, but gradient calls ask TensorFlow for no gradient flow (no intermediate
+            gradients, no norms of them)
 
 What lives in the process (records, held tensors) is shared by all variants, so costs
 that come from the recording's size show in none of them: compare fresh processes
 (bench_record_cli.py) for those.
 
-    python bench/bench_ab.py [--variants noop,lean,full] [--blocks 60] [--block-steps 4]
+    python bench/bench_ab.py [--loop cnn|small] [--variants noop,lean,full] [--blocks 60]
+                             [--block-steps 4]
 """
 import argparse
 import statistics
@@ -28,25 +32,34 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_record_cli import SMALL  # noqa: E402
 from bench_recorder import LOOP  # noqa: E402
 
-# The guide's loop, in blocks: before each block it tells the harness whose turn it is.
-BLOCKS = LOOP.split("for _ in range(WARMUP):")[0] + """
+# A loop's set-up, and the statement that runs one of its steps
+LOOPS = {"cnn": (LOOP, "train_step(images, labels)"),
+         "small": (SMALL, "train(model, x, y, 0.1)")}
+
+
+def blocks(loop: str) -> str:
+    """The loop, in blocks: before each block it tells the harness whose turn it is."""
+    source, step = LOOPS[loop]
+    return source.split("for _ in range(WARMUP):")[0] + f"""
 import sys
 turn, take_turn = 0, sys._tapeviz_ab_turn
 for _ in range(5):
-    train_step(images, labels)
+    {step}
 for block in range(BLOCKS):
     take_turn(block)
     start = time.perf_counter()
     for _ in range(BLOCK_STEPS):
-        train_step(images, labels)
+        {step}
     take_turn(block, time.perf_counter() - start)
 """
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loop", default="cnn", choices=sorted(LOOPS))
     parser.add_argument("--variants", default="noop,lean,full")
     parser.add_argument("--blocks", type=int, default=60)
     parser.add_argument("--block-steps", type=int, default=4)
@@ -54,7 +67,7 @@ def main() -> None:
     names = args.variants.split(",")
 
     from tapeviz.worker import recorder
-    from tapeviz.worker.capture import ops, session as session_mod, tensors
+    from tapeviz.worker.capture import gradients, ops, session as session_mod, tensors
     from tapeviz.worker.frames import nearest_user_frame
 
     now = {"variant": "full", "session": None}
@@ -64,6 +77,7 @@ def main() -> None:
     full_on_op = ops.OpsAndTapes.on_op
     full_describe = tensors.TensorsAndNames.describe
     full_which_tapes = ops.OpsAndTapes.which_tapes
+    full_between = gradients.GradientsAndAlerts.between
     full_init = session_mod.Session.__init__
 
     def lean(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
@@ -79,6 +93,12 @@ def main() -> None:
         variant = now["variant"]
         if variant == "noop":
             return None
+        if variant == "walk":
+            if not self.quiet:
+                frame, _ = nearest_user_frame(sys._getframe(1), self.files)
+                if frame is not None:
+                    frame.f_lineno
+            return None
         if variant == "lean":
             return lean(self, *a, **k)
         return full_on_op(self, *a, **k)
@@ -89,6 +109,9 @@ def main() -> None:
 
     def which_tapes(self, *a):
         return [] if now["variant"] == "notapes" else full_which_tapes(self, *a)
+
+    def between(self, *a):
+        return [] if now["variant"] == "noflow" else full_between(self, *a)
 
     def init(self, *a, **k):
         full_init(self, *a, **k)
@@ -108,10 +131,11 @@ def main() -> None:
 
     ops.OpsAndTapes.on_op = on_op
     ops.OpsAndTapes.which_tapes = which_tapes
+    gradients.GradientsAndAlerts.between = between
     tensors.TensorsAndNames.describe = describe
     session_mod.Session.__init__ = init
     sys._tapeviz_ab_turn = take_turn
-    program = (BLOCKS.replace("BLOCKS", str(args.blocks))
+    program = (blocks(args.loop).replace("BLOCKS", str(args.blocks))
                .replace("BLOCK_STEPS", str(args.block_steps)))
     rec = recorder.record(program, filename="ab_loop.py", timeout=None)
     if rec.error is not None:
