@@ -955,3 +955,24 @@ def test_tf_print_to_sys_stdout_is_in_the_recorded_output_in_order():
     rec, _ = run_recorded(program)
     assert rec.error is None, rec.error
     assert rec.stdout == "before\ntensor: [1 2]\nend-lessafter\n"
+
+
+def test_a_tape_the_program_dropped_holds_no_tensors():
+    # tapeviz keeps each tape's tensors (for its gradient-flow questions) on the tape itself:
+    # once the program lets a persistent tape go, they must go with it.
+    import gc
+    from tapeviz.worker.capture.ops import _TapeState
+    program = src("""
+        import tensorflow as tf
+        x = tf.Variable(2.0)
+        for _ in range(3):
+            with tf.GradientTape(persistent=True) as tape:
+                y = x * x
+            g = tape.gradient(y, x)
+        del tape
+    """)
+    rec, _ = run_recorded(program)
+    assert len(rec.tapes) == 3 and all(t.ops for t in rec.tapes)
+    gc.collect()
+    holding = [s for s in gc.get_objects() if isinstance(s, _TapeState) and s.held]
+    assert holding == []

@@ -106,8 +106,10 @@ def make_tape_class(session: Session):
             session.grad_depth += 1
             session.grad_call = len(state.rec.gradients) - 1
             try:
-                both = super().gradient(target, [sources, flow_tensors], output_gradients,
-                                        unconnected_gradients)
+                # One flat list: TF flattens sources and packs its results back into their
+                # structure, and a nested one costs nest's protocol checks per list per call
+                flat_grads = super().gradient(target, flat_sources + flow_tensors,
+                                              output_gradients, unconnected_gradients)
             except Exception as e:
                 call.error = f"{type(e).__name__}: {e}"
                 raise
@@ -115,11 +117,12 @@ def make_tape_class(session: Session):
                 session.grad_depth -= 1
                 if not self._persistent:
                     state.release()
-            grads, flow_grads = both
+            n = len(flat_sources)
+            grads = nest.pack_sequence_as(sources, flat_grads[:n])
             session.quiet += 1
             try:
                 _quietly(session, "could not describe this gradient call", session.finish_call,
-                         state, call, flat_sources, nest.flatten(grads), flow_ids, flow_grads,
+                         state, call, flat_sources, flat_grads[:n], flow_ids, flat_grads[n:],
                          first)
             finally:
                 session.quiet -= 1

@@ -295,8 +295,9 @@ class OpsAndTapes:
                        tape._watch_accessed_variables, parent, file=self.here)
             self.tapes.append(rec)
             state = _TapeState(rec, tape)
+            # Kept in the tape's own __dict__ and nowhere else once the tape is closed, so
+            # the tensors it holds go with the tape (weakref.finalize cost 5 us a tape)
             tape.__dict__["_tapeviz_state"] = state
-            weakref.finalize(tape, state.release)
             if len(self.tapes) > self.max_tapes:
                 self.drop_oldest_tape()
         self.active.append(state)

@@ -41,6 +41,7 @@ class _ItemSizes(dict):
 
 
 _ITEMSIZE = _ItemSizes()
+TENSOR = "tensor"                 # what _name_one names: Session.nameable's values
 # TF dtype enum -> bytes per element, for the numeric dtypes new_tensor holds directly
 _NUMERIC_ITEMSIZE = {d.as_datatype_enum: d.size for d in (
     tf.float16, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
@@ -92,11 +93,19 @@ class TensorsAndNames:
                 self._name_one(name, value)
 
     def _name_one(self, name, value):
-        if isinstance(value, EagerTensor):
+        cls = value.__class__
+        kind = self.nameable.get(cls)
+        if kind is None:
+            # isinstance(value, tf.Variable) goes through ABC machinery, and a namespace is
+            # scanned at each new statement of the program: decided once a class
+            kind = self.nameable[cls] = (
+                TENSOR if issubclass(cls, EagerTensor) else
+                VARIABLE if issubclass(cls, tf.Variable) or cls.__name__ == "Variable" else "")
+        if kind is TENSOR:
             rec = self.record(self.tid.get(value._id))
             if rec is not None and rec.name is None:
                 rec.name = name
-        elif isinstance(value, tf.Variable) or type(value).__name__ == "Variable":
+        elif kind is VARIABLE:
             try:
                 handle = value.handle
             except Exception:
