@@ -74,13 +74,17 @@ def test_tab_indents_and_ctrl_enter_runs_with_the_error_line_marked(server, page
     page.keyboard.press("Tab")          # indents in the editor, not a jump to the next control
     page.keyboard.type("oops = 1")
     # At once, as a user would: sooner than the component's own copy of the text was
-    # updated (250 ms by default), the error line was never drawn (editor.UNDEBOUNCED)
+    # updated (250 ms by default), the error line was never drawn (editor.ACE_PROPS)
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("text=IndentationError", timeout=WAIT_MS)
     frame.locator(".tv-error-line").wait_for(timeout=30_000)
     # The run took the text as typed, and the editor still shows it
     assert "    oops = 1" in frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
-    assert frame.locator("#REACT_ACE_EDITOR .ace_gutter-cell.ace_error").count() == 1
+    gutter = frame.locator("#REACT_ACE_EDITOR .ace_gutter-cell.ace_error")
+    assert gutter.count() == 1
+    # The error's line number sits beside the marked line, not half a line off it
+    marked, number = frame.locator(".tv-error-line").bounding_box(), gutter.bounding_box()
+    assert abs(marked["y"] - number["y"]) < 3, (marked, number)
     page.screenshot(path=screenshot_path("editor_error_line.png"))
     assert_no_exception(page)
 

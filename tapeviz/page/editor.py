@@ -15,12 +15,16 @@ ERROR_CLASS, PICK_CLASS = "tv-error-line", "tv-pick-line"
 # Ace draws markers as absolutely placed divs inside the editor's iframe.
 EDITOR_CSS = (f".{ERROR_CLASS} {{position:absolute; background:rgba(213,94,0,.22);}}"
               f".{PICK_CLASS} {{position:absolute; background:rgba(255,200,40,.45);}}")
-# The component keeps its own copy of the text, updated 250 ms after a key by default.
-# Ctrl+Enter sooner than that, and the script run that draws the error hands the editor
-# the stale copy with the error-line marker: Ace drops the last line, marks a row that no
-# longer exists, then the component restores the submitted text and the marker is never
-# drawn. Undebounced, the copy is never stale.
-UNDEBOUNCED = {"debounceChangePeriod": 0}
+# Ace props that override the component's defaults:
+# - debounceChangePeriod: the component keeps its own copy of the text, updated 250 ms
+#   after a key by default. Ctrl+Enter sooner than that, and the script run that draws the
+#   error handed the editor the stale copy with the error-line marker: Ace dropped the last
+#   line, marked a row that no longer existed, then the component restored the submitted
+#   text and the marker was never drawn. Undebounced, the copy is never stale.
+# - scrollMargin: with the default 15 px above and below, the text scrolled by 15 px when
+#   the error was drawn and the line numbers did not, so each number sat half a line off
+#   its line. The editor is sized to show every line (up to 24), so no margin is needed.
+ACE_PROPS = {"debounceChangePeriod": 0, "scrollMargin": [0, 0, 0, 0]}
 RUN_BUTTON = {"name": "Run  (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
               "alwaysOn": True, "showWithIcon": True, "commands": ["submit"],
               "style": {"bottom": "0.4rem", "right": "0.4rem"}}
@@ -65,7 +69,7 @@ def draw(source: str, lines: int, font_px: int, props: dict, key: str = "code_ed
 
     code_editor(source, lang="python", theme="default", shortcuts="vscode",
                 height=[lines, lines], allow_reset=True, response_mode=["blur"],
-                buttons=[RUN_BUTTON], key=key, props={**props, **UNDEBOUNCED},
+                buttons=[RUN_BUTTON], key=key, props={**props, **ACE_PROPS},
                 options={"showLineNumbers": True, "tabSize": 4, "useSoftTabs": True,
                          "fontSize": font_px, "showPrintMargin": False, "wrap": False,
                          "highlightActiveLine": False},
