@@ -127,8 +127,8 @@ class GradientsAndAlerts:
             for i in op.inputs:
                 forward = grad_of.get(i)
                 if forward is not None:
-                    p = self.record(forward)
-                    fop = self._op(p.producer) if p is not None and p.producer is not None else None
+                    producer = self.producer_of(forward)
+                    fop = self._op(producer) if producer is not None else None
                     if fop is not None and fop.scope:
                         scope = "gradient_tape/" + fop.scope
                         break

@@ -157,6 +157,14 @@ class TensorsAndNames:
             rec = self.tensors[rid] = _record(rid, t, producer, line, file)
         return rec
 
+    def producer_of(self, rid: Optional[int]) -> Optional[int]:
+        """The op that made `rid`, read without making a held tensor's record."""
+        held = self.lazy.get(rid)
+        if held is not None:
+            return held[3]
+        rec = self.tensors.get(rid)
+        return rec.producer if rec is not None else None
+
     def records(self) -> dict:
         """Every Tensor record, held tensors' made now: for the rare reader of them all."""
         for rid in self.lazy:
