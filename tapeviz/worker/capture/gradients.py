@@ -34,11 +34,11 @@ class GradientsAndAlerts:
         """TF ids of tensors on the tape on a path from a source to a target."""
         down = set(source_ids)
         for ins, outs in state.edges:
-            if any(i in down for i in ins):
+            if not down.isdisjoint(ins):         # a C loop, where any() is a generator frame
                 down.update(outs)
         up = set(target_ids)
         for ins, outs in reversed(state.edges):
-            if any(o in up for o in outs):
+            if not up.isdisjoint(outs):
                 up.update(ins)
         held = state.held
         return [i for i in (down & up) - source_ids if i in held and _flows(held[i])]
