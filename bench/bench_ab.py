@@ -122,10 +122,7 @@ def main() -> None:
             times[now["variant"]].append(seconds)
             return
         deferred = now["session"].deferred      # the last turn's stats jobs end first
-        while True:
-            with deferred._lock:
-                if not deferred._jobs and not deferred._held:
-                    break
+        while not deferred.idle():
             time.sleep(0.01)
         now["variant"] = names[block % len(names)]
 

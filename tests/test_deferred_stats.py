@@ -63,7 +63,7 @@ def test_deferred_jobs_run_in_order_within_their_byte_budget():
 
     def job(i):
         def run(_):
-            held_max.append(deferred._held)
+            held_max.append(deferred.held)
             done.append(i)
         return run
 
@@ -83,7 +83,7 @@ def test_a_forked_child_drains_without_the_parents_thread():
     if pid == 0:                                  # the child: must not wait for a thread
         deferred.submit(lambda _: None, None, 1)
         deferred.drain()
-        os._exit(0 if not deferred._jobs else 1)
+        os._exit(0 if deferred.idle() else 1)
     _, status = os.waitpid(pid, 0)
     deferred.drain()
     assert os.WEXITSTATUS(status) == 0

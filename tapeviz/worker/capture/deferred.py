@@ -38,6 +38,16 @@ class Deferred:
         while over:                       # back-pressure: bounded memory beats speed
             over = self._run_one() and self._held > self.budget
 
+    @property
+    def held(self) -> int:
+        """Bytes of tensors held now for jobs not yet done."""
+        return self._held
+
+    def idle(self) -> bool:
+        """No job queued, and none running (its tensor released)."""
+        with self._lock:
+            return not self._jobs and not self._held
+
     def drain(self) -> None:
         """Finish every queued job (in this thread, helped by the background one), and let
         the background thread end."""
