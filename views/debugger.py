@@ -64,6 +64,10 @@ def start_from_url():
     address runs the first example."""
     params = st.query_params
     name, token = params.get("example"), params.get("code")
+    if not name and not token and not os.environ.get(opened.VIEW_ENV):
+        # The bare address opens on the first lesson, run and drawn, as its link would:
+        # a class that opens the app learns from the page before touching anything
+        name = examples.names()[0]
     if name in examples.names():
         st.session_state.example = name
         load_example()
@@ -78,13 +82,7 @@ def start_from_url():
         st.session_state.url_problem = (f"There is no example called “{share.plain(name)}”; "
                                          "pick one from the list.")
     if not name and not token:
-        if os.environ.get(opened.VIEW_ENV):
-            open_path(os.environ[opened.VIEW_ENV])   # `tapeviz view RUN.json`
-        else:
-            # The bare address opens on the first lesson, run and drawn, as its link would:
-            # a class that opens the app learns from the page before touching anything
-            st.session_state.example = examples.names()[0]
-            load_example()
+        open_path(os.environ[opened.VIEW_ENV])       # `tapeviz view RUN.json`
     st.session_state.setdefault("source", editor.example_code(examples.names()[0]))
 
 

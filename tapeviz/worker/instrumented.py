@@ -118,12 +118,12 @@ def make_tape_class(session: Session):
                 if not self._persistent:
                     state.release()
             n = len(flat_sources)
-            grads = nest.pack_sequence_as(sources, flat_grads[:n])
+            source_grads, flow_grads = flat_grads[:n], flat_grads[n:]
+            grads = nest.pack_sequence_as(sources, source_grads)
             session.quiet += 1
             try:
                 _quietly(session, "could not describe this gradient call", session.finish_call,
-                         state, call, flat_sources, flat_grads[:n], flow_ids, flat_grads[n:],
-                         first)
+                         state, call, flat_sources, source_grads, flow_ids, flow_grads, first)
             finally:
                 session.quiet -= 1
             return grads
