@@ -4,7 +4,9 @@ The loop ratio (bench_record_cli.py) swings with the machine's speed; the callba
 time per op moves less, so it is the number to watch while working on the callback. The
 loop (bench_recorder.py's LOOP) is recorded in-process, with `on_op` wrapped by a timer;
 prints the mean per op, the ops it saw, and the loop's time, for each of `--runs` fresh
-processes.
+processes. Beside it, the CPU time the stats thread spent on big tensors' stats, as a
+share of the loop's time: on a 2-core machine that time is taken from TensorFlow's
+kernels, which use both cores.
 
     python bench/bench_callback.py [--runs 3] [--steps 100]
 """
@@ -23,8 +25,9 @@ from bench_recorder import LOOP  # noqa: E402
 RUNNER = """
 import sys, time
 from tapeviz.worker import recorder
-from tapeviz.worker.capture import ops
+from tapeviz.worker.capture import deferred, ops
 on_op, spent = ops.OpsAndTapes.on_op, [0.0, 0]
+submit, stats_cpu = deferred.Deferred.submit, [0.0]
 
 def timed(self, *args, **kwargs):
     start = time.perf_counter()
@@ -34,11 +37,21 @@ def timed(self, *args, **kwargs):
         spent[0] += time.perf_counter() - start
         spent[1] += 1
 
+def timed_submit(self, fn, tensor, nbytes):
+    def job(held):
+        start = time.thread_time()        # this job's thread only
+        try:
+            fn(held)
+        finally:
+            stats_cpu[0] += time.thread_time() - start
+    submit(self, job, tensor, nbytes)
+
 ops.OpsAndTapes.on_op = timed
+deferred.Deferred.submit = timed_submit
 rec = recorder.record(open(sys.argv[1]).read(), filename=sys.argv[1], timeout=None)
 assert rec.error is None, rec.error
 loop = [l for l in rec.stdout.splitlines() if l.startswith("LOOP_SECONDS")][0].split()[1]
-print("CALLBACK", spent[0] / spent[1] * 1e6, spent[1], loop)
+print("CALLBACK", spent[0] / spent[1] * 1e6, spent[1], loop, stats_cpu[0])
 """
 
 
@@ -47,7 +60,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
-    per_op = []
+    per_op, stats_share = [], []
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / "loop.py"
         program.write_text(LOOP.replace("WARMUP", "5").replace("STEPS", str(args.steps)))
@@ -55,11 +68,16 @@ def main() -> None:
             out = subprocess.run([sys.executable, "-c", RUNNER, str(program)], cwd=ROOT,
                                  capture_output=True, text=True, check=True).stdout
             line = [l for l in out.splitlines() if l.startswith("CALLBACK")][0].split()
-            us, calls, loop = float(line[1]), int(line[2]), float(line[3])
+            us, calls, loop, stats = (float(line[1]), int(line[2]), float(line[3]),
+                                      float(line[4]))
             per_op.append(us)
-            print(f"  run {i + 1}: {us:5.1f} us per op over {calls} ops (loop {loop:.2f} s)")
+            stats_share.append(stats / loop)
+            print(f"  run {i + 1}: {us:5.1f} us per op over {calls} ops (loop {loop:.2f} s); "
+                  f"stats thread {stats:.2f} s CPU")
     print(f"op callback, own time per op: median {statistics.median(per_op):.1f} us "
           f"[{min(per_op):.1f}-{max(per_op):.1f}]")
+    print(f"stats thread CPU, share of the loop's time: median "
+          f"{statistics.median(stats_share):.1%} [{min(stats_share):.1%}-{max(stats_share):.1%}]")
 
 
 if __name__ == "__main__":
