@@ -72,14 +72,18 @@ def test_tab_indents_and_ctrl_enter_runs_with_the_error_line_marked(server, page
     page.keyboard.press("Control+End")
     page.keyboard.press("Enter")
     page.keyboard.press("Tab")          # indents in the editor, not a jump to the next control
-    page.keyboard.type("oops = 1")
+    page.keyboard.type("oops = tf.Var", delay=50)
     # At once, as a user would: sooner than the component's own copy of the text was
     # updated (250 ms by default), the error line was never drawn (editor.ACE_PROPS)
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("text=IndentationError", timeout=WAIT_MS)
     frame.locator(".tv-error-line").wait_for(timeout=30_000)
     # The run took the text as typed, and the editor still shows it
-    assert "    oops = 1" in frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
+    assert "    oops = tf.Var" in frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
+    # No completion list was left open over the code (it opened while typing "tf.Var",
+    # and Ctrl+Enter did not close it): completion waits for Ctrl+Space
+    popup = frame.locator(".ace_autocomplete")
+    assert popup.count() == 0 or not popup.first.is_visible()
     gutter = frame.locator("#REACT_ACE_EDITOR .ace_gutter-cell.ace_error")
     assert gutter.count() == 1
     # The error's line number sits beside the marked line, not half a line off it

@@ -24,7 +24,12 @@ EDITOR_CSS = (f".{ERROR_CLASS} {{position:absolute; background:rgba(213,94,0,.22
 # - scrollMargin: with the default 15 px above and below, the text scrolled by 15 px when
 #   the error was drawn and the line numbers did not, so each number sat half a line off
 #   its line. The editor is sized to show every line (up to 24), so no margin is needed.
-ACE_PROPS = {"debounceChangePeriod": 0, "scrollMargin": [0, 0, 0, 0]}
+# - enableLiveAutocompletion: the component's default opened a completion list while one
+#   typed, and Ctrl+Enter ran the program without closing it, so the list stayed over the
+#   code (on a projector, over the lines being taught). Completion is still there on
+#   Ctrl+Space (enableBasicAutocompletion).
+ACE_PROPS = {"debounceChangePeriod": 0, "scrollMargin": [0, 0, 0, 0],
+             "enableLiveAutocompletion": False, "enableBasicAutocompletion": True}
 RUN_BUTTON = {"name": "Run  (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
               "alwaysOn": True, "showWithIcon": True, "commands": ["submit"],
               "style": {"bottom": "0.4rem", "right": "0.4rem"}}
