@@ -1,7 +1,10 @@
 """Load test of hosted mode (a benchmark, not a test): N concurrent runs of the mnist_step
 example and M training jobs through one Runner, as a class would hit the hosted app.
 
-    TAPEVIZ_MODE=hosted python bench/bench_load.py [--runs 30] [--trainings 5]
+    TAPEVIZ_MODE=hosted python bench/bench_load.py [--runs 30] [--trainings 5] [--link]
+
+--link: the runs are pages opening one example's link at once, which share one run the way
+the page sends them (tapeviz/page/link_runs.py); without it, 30 different programs.
 
 Every job must complete (queued first if need be): none may fail or be lost. Prints the
 latency of the runs (submitted -> recording back, queueing included) at p50 / p95, the
@@ -21,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tapeviz import examples  # noqa: E402
+from tapeviz.page.link_runs import LinkRuns  # noqa: E402
 from tapeviz.server import runner  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -85,6 +89,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--trainings", type=int, default=5)
     parser.add_argument("--limit", type=int, default=500, help="digits per training job")
+    parser.add_argument("--link", action="store_true",
+                        help="the runs open one example's link, sharing its run")
     args = parser.parse_args()
 
     os.environ.setdefault("TAPEVIZ_MODE", "hosted")
@@ -96,7 +102,8 @@ def main() -> int:
     pool = runner.Runner(config)
     print(f"mode={config.mode} sandbox={'bwrap' if pool.sandboxed else 'none'} "
           f"workers={config.workers} warm={config.warm} training={config.training} "
-          f"cpus={os.cpu_count()}", flush=True)
+          f"cpus={os.cpu_count()}" + (" runs: one link, shared" if args.link else ""),
+          flush=True)
     for warning in pool.warnings:
         print("warning:", warning)
 
@@ -106,10 +113,16 @@ def main() -> int:
     def on_wait(place):
         max_place[0] = max(max_place[0], place)
 
+    links = LinkRuns(config.link_run_s) if args.link else None
+
     def one_run(i):
         t0 = time.monotonic()
-        run_results[i] = pool.record(source, "mnist_step.py", on_wait=on_wait,
-                                     owner=f"student-{i}")
+
+        def record(source, on_wait=None, on_phase=None):
+            return pool.record(source, "mnist_step.py", on_wait=on_wait, on_phase=on_phase,
+                               owner=f"student-{i}")
+        run_results[i] = (links.run(source, run=record, on_wait=on_wait) if links
+                          else record(source, on_wait=on_wait))
         run_latency[i] = time.monotonic() - t0
 
     def one_training(i):

@@ -141,3 +141,21 @@ def test_bad_links_warn_instead_of_crashing(params):
     at = opened(**params)
     assert not at.exception
     assert at.warning, "a bad link should say what was wrong"
+
+
+def test_pages_opening_one_link_share_its_run():
+    # A class opens one link at once: one worker records the example for every page
+    # (page/link_runs.py); Run on any of them records that page's own
+    from tapeviz.page import session
+    first, second = opened(example="higher_order"), opened(example="higher_order")
+    assert not second.exception
+    assert session.link_runs().age(editor.example_code("higher_order")) is not None
+    said = second.session_state.run_status[0]
+    assert "from this link's recording" in said, said
+    assert [op.type for op in second.session_state.rec.ops] == \
+        [op.type for op in first.session_state.rec.ops]
+    second.session_state.pending = True
+    second.run()
+    said = second.session_state.run_status[0]
+    assert said.startswith("Run → drawn in"), said
+    assert second.session_state.rec.tapes and not second.exception

@@ -71,6 +71,7 @@ def start_from_url():
     if name in examples.names():
         st.session_state.example = name
         load_example()
+        st.session_state.link_run = True     # pages opening this link share one run
     elif token:
         try:
             st.session_state.source = share.decode(token)
@@ -86,15 +87,19 @@ def start_from_url():
     st.session_state.setdefault("source", editor.example_code(examples.names()[0]))
 
 
-def start_run(source):
-    """Hand the program to a worker in a thread; the page polls it (`wait_for`)."""
+def start_run(source, link=False):
+    """Hand the program to a worker in a thread; the page polls it (`wait_for`). `link`:
+    the first run of an example's link, which every page opening that link shares."""
     st.session_state.pop("opened_name", None)
     old = st.session_state.pop("job", None)
     if old is not None and not old.done.is_set():
         session.runner().cancel(st.session_state.owner)
-    st.session_state.job = RunJob(source, partial(session.run, owner=st.session_state.owner,
-                                                  pool=session.runner(),
-                                                  session=session.session_id()))
+    run = partial(session.run, owner=st.session_state.owner, pool=session.runner(),
+                  session=session.session_id())
+    if link:
+        # A class opens one link at once: one worker records it for them all (link_runs.py)
+        run = partial(session.link_runs().run, run=run)
+    st.session_state.job = RunJob(source, run)
 
 
 # A run that ends within this is drawn in the same script run as the Run press. Most
@@ -343,7 +348,7 @@ if text is not None:
 if kind == "submit":
     st.session_state.pending = True
 if st.session_state.pop("pending", False):
-    start_run(st.session_state.source)
+    start_run(st.session_state.source, link=st.session_state.pop("link_run", False))
     settle_quick_run()
 
 head, big, flip = st.columns([4, 1.5, 1.5], vertical_alignment="bottom")
@@ -389,7 +394,8 @@ def draw_editor():
     drawn_job = st.session_state.pop("drawing", None)
     if drawn_job is not None:
         failed = rec is not None and rec.error is not None
-        st.session_state.run_status = (drawn_job.summary()
+        age = session.link_runs().age(drawn_job.source) if drawn_job.shared else None
+        st.session_state.run_status = (drawn_job.summary(age)
                                        + (f"; it stopped with {rec.error.type}" if failed else ""),
                                        "error" if failed else "complete")
     if (said := st.session_state.get("run_status")) is not None:

@@ -14,6 +14,7 @@ WAITING_FOR = {
     "running": "Running your program in a worker",
     "finishing": "The program stopped; the worker is packing its recording",
     "drawing": "Drawing the graph",
+    "sharing": "Waiting for the run of this link that another visitor started",
 }
 
 
@@ -51,6 +52,12 @@ class RunJob:
             self.phases[self.phase] = self.phases.get(self.phase, 0.0) + now - self._entered
             self.phase, self._entered = phase, now
 
+    @property
+    def shared(self) -> bool:
+        """The recording came from another page's run of the same link (link_runs.py)."""
+        return (self.phase == "sharing" or "sharing" in self.phases) and \
+            "running" not in self.phases
+
     def elapsed(self) -> float:
         return self.clock() - self.started
 
@@ -58,9 +65,15 @@ class RunJob:
         what = WAITING_FOR.get(self.phase, self.phase).format(place=self.place or 1)
         return f"{what}… {self.elapsed():.1f} s since Run"
 
-    def summary(self) -> str:
-        """Run -> drawn, and where the time went: said once the graph is on the page."""
+    def summary(self, shared_age: Optional[float] = None) -> str:
+        """Run -> drawn, and where the time went: said once the graph is on the page.
+        `shared_age`: how old the shared recording of a link is, when `shared`."""
         self.enter("done")
+        if self.shared:
+            made = ("just now" if shared_age is None or shared_age < 60
+                    else f"{shared_age / 60:.0f} min ago")
+            return (f"Drawn in {self.elapsed():.1f} s from this link's recording, made {made} "
+                    "for everyone who opened the link; Run records your own")
         words = {"queued": "waiting in line", "starting": "a worker starting",
                  "running": "the program", "finishing": "packing the recording",
                  "drawing": "drawing"}

@@ -13,6 +13,7 @@ import streamlit as st
 from ..draw import figures, graph, layout
 from ..recording import Recording
 from ..server.runner import Runner, error_recording
+from .link_runs import LinkRuns
 
 MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
 WATCH_S = 1.0     # how often a run checks that its tab is still open
@@ -24,6 +25,12 @@ def runner() -> Runner:
     shared = Runner()
     atexit.register(shared.close)    # no idle worker outlives the server
     return shared
+
+
+@st.cache_resource(show_spinner=False)
+def link_runs() -> LinkRuns:
+    # One per server process, like the runner: every session that opens a link shares it.
+    return LinkRuns(runner().config.link_run_s)
 
 
 def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,

@@ -40,6 +40,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     sandbox: str = "auto"            # hosted mode: "auto" (bwrap when it works), "bwrap", "none"
     zygote: bool = True              # local mode: fork workers from one TF-imported process
+    link_run_s: float = 900.0        # how long pages opening an example's link share its run
 
     @property
     def hosted(self) -> bool:
@@ -50,7 +51,8 @@ class Config:
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
         _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits; TAPEVIZ_ZYGOTE=0
-        spawns local workers instead of forking them. In the app, Streamlit secrets named TAPEVIZ_* count
+        spawns local workers instead of forking them; TAPEVIZ_LINK_RUN_S (0: never) is how
+        long the pages that open one example's link share its recording. In the app, Streamlit secrets named TAPEVIZ_* count
         too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
@@ -80,6 +82,7 @@ class Config:
                    warm=int(env.get("TAPEVIZ_WARM", 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
                    zygote=env.get("TAPEVIZ_ZYGOTE", "1").strip() != "0",
+                   link_run_s=float(env.get("TAPEVIZ_LINK_RUN_S", 900)),
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
 
 
