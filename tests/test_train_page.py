@@ -145,3 +145,16 @@ def test_speed_and_eta_from_the_step_records():
     text = train_state.warning_text({"kind": "vanishing", "layer": "guide/conv1", "step": 120,
                                      "message": "gradient norm of guide/conv1/kernel fell"})
     assert "guide/conv1" in text and "step 120" in text
+
+
+def test_only_the_newest_step_snapshots_stay_on_disk():
+    # Each "Inspect this step" press saves weights, Adam's state and a batch (about a
+    # megabyte): a practitioner pressing it all afternoon must not fill /tmp
+    from tapeviz.page import train_state
+    made = []
+    for _ in range(train_state.KEEP_SNAPSHOTS + 3):
+        made.append(train_state.snapshot_folder())
+        pathlib.Path(made[-1], "step.npz").write_bytes(b"saved by the training worker")
+    assert all(os.path.isfile(os.path.join(f, "step.npz"))
+               for f in made[-train_state.KEEP_SNAPSHOTS:])
+    assert not any(os.path.exists(f) for f in made[:3])

@@ -4,13 +4,16 @@ the page shows: status, progress, speed, ETA, warnings, chart inputs.
 """
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import shutil
 import tempfile
 import threading
 import time
 import uuid
 import weakref
+from collections import deque
 from typing import Optional
 
 WARM_UP_STEPS = 5      # left out of a run's speed: tf.function traces, caches fill
@@ -19,6 +22,32 @@ MAX_POINTS = 1500      # per chart trace; longer histories are thinned for drawi
 POLL_S = 0.2           # the run's own thread reads the worker's records this often
 ABANDONED_S = 120.0    # a training run no page has looked at for this long is ended: a closed
                        # tab (a background tab still redraws at least once a minute)
+KEEP_SNAPSHOTS = 8     # "Inspect this step" folders kept by the server process (the newest)
+
+
+_snapshot_folders: deque = deque()
+_snapshot_lock = threading.Lock()
+
+
+def snapshot_folder() -> str:
+    """A new folder for one "Inspect this step" snapshot (weights, Adam's state, a batch:
+    about a megabyte for the guide CNN). Every press makes one, so only the newest
+    KEEP_SNAPSHOTS stay, and the server's exit removes those: an older step program run
+    again says that its file is gone."""
+    folder = tempfile.mkdtemp(prefix="tapeviz-step-")
+    with _snapshot_lock:
+        _snapshot_folders.append(folder)
+        while len(_snapshot_folders) > KEEP_SNAPSHOTS:
+            shutil.rmtree(_snapshot_folders.popleft(), ignore_errors=True)
+    return folder
+
+
+def _remove_snapshots(folders: deque) -> None:
+    while folders:
+        shutil.rmtree(folders.popleft(), ignore_errors=True)
+
+
+atexit.register(_remove_snapshots, _snapshot_folders)
 
 
 class Owner:
@@ -124,7 +153,7 @@ class Run:
         job = self.job
         if job is None or job.done or not job.started:
             return None
-        folder = tempfile.mkdtemp(prefix="tapeviz-step-")
+        folder = snapshot_folder()
         before = self.snapshot
         job.command(f"snapshot {os.path.join(folder, 'step.npz')}")
         deadline = time.monotonic() + timeout
