@@ -21,8 +21,10 @@ SHARING = "sharing"     # the run phase of a page that waits for, or takes, a sh
 
 
 def keepable(recorded) -> bool:
-    error = recorded.get("error") if isinstance(recorded, dict) else None
-    return isinstance(recorded, dict) and (error is None or error.get("type") not in CUT_SHORT)
+    if not isinstance(recorded, dict):
+        return False
+    error = recorded.get("error")
+    return error is None or error.get("type") not in CUT_SHORT
 
 
 class LinkRuns:
@@ -45,14 +47,12 @@ class LinkRuns:
                 mine = kept is None and ending is None
                 if mine:
                     ending = self._running[source] = threading.Event()
-            if kept is not None:
-                if on_phase is not None:
-                    on_phase(SHARING)
-                return kept[0]
             if mine:
                 return self._run_and_keep(source, run, ending, on_wait, on_phase)
             if on_phase is not None:
                 on_phase(SHARING)
+            if kept is not None:
+                return kept[0]
             ending.wait()
             # kept now; or cut short, and this page runs its own on the next turn
 
