@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, native_stdout  # noqa: E402
+from . import atexit_handlers, exits, native_stdout  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -227,8 +227,14 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), _frozen_heap():
-            exec(code, namespace)
+                mnist_served(session), _frozen_heap(), atexit_handlers.captured() as handlers:
+            try:
+                exec(code, namespace)
+            finally:
+                # As `python PROGRAM.py` exits, also after an exception or sys.exit; not
+                # after a timeout, which plainly would have been a kill.
+                if not timer.fired:
+                    handlers.run()
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
