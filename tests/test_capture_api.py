@@ -10,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = '''
+import gc
 import json
 import tensorflow as tf
 import tapeviz
@@ -29,6 +30,7 @@ with tapeviz.capture() as rec:
         loss = loss_of(w)
     grad = tape.gradient(loss, w)
     print("inside", float(loss))
+    frozen_inside = gc.get_freeze_count()
 
 with PlainTape() as plain_tape:          # the reference: plain TensorFlow, outside the block
     plain_loss = loss_of(w)
@@ -50,6 +52,7 @@ print(json.dumps({
     "nodes": sum(len(t.customdata) for t in fig.data if t.customdata is not None),
     "flow_title": flow.layout.title.text, "failed": failed.to_dict()["error"],
     "failed_ops": [op["type"] for op in failed.to_dict()["ops"]],
+    "frozen_inside": frozen_inside, "frozen_after": gc.get_freeze_count(),
 }))
 '''
 
@@ -87,6 +90,9 @@ def test_capture_and_figure_in_a_users_script(tmp_path):
     assert out["failed"]["type"] == "InvalidArgumentError"
     assert (out["failed"]["line"], out["failed"]["file"]) == (bad_line, "experiment.py")
     assert out["failed_ops"][0] == "Mul"
+    # The collector left what existed before the block alone while it ran (heap.frozen),
+    # and has it back after it, also after a block that raised.
+    assert out["frozen_inside"] > 0 and out["frozen_after"] == 0
 
 
 def test_importing_tapeviz_does_not_import_tensorflow():

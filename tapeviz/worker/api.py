@@ -18,6 +18,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from . import heap
 from .capture import DEFAULT_MAX_OPS, Session
 from .instrumented import make_tape_class
 from .window import TapeWindow
@@ -89,14 +90,18 @@ class Capture:
         creator.__enter__()
         tee = _Tee(sys.stdout)
         sys.stdout = tee
+        frozen = heap.frozen()
+        frozen.__enter__()
         window.open()
-        self._state = (session, window, creator, patched, tee, frame, time.perf_counter())
+        self._state = (session, window, creator, patched, tee, frame, frozen,
+                       time.perf_counter())
         return self
 
     def __exit__(self, typ, value, tb):
-        session, window, creator, patched, tee, frame, started = self._state
+        session, window, creator, patched, tee, frame, frozen, started = self._state
         self._state = None
         window.close()
+        frozen.__exit__(None, None, None)
         if sys.stdout is tee:
             sys.stdout = tee.shown
         for module, original in patched:

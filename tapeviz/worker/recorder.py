@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import gc
 import io
 import linecache
 import os
@@ -24,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import atexit_handlers, exits, native_stdout  # noqa: E402
+from . import atexit_handlers, exits, heap, native_stdout  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -168,19 +167,6 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
         signal.signal(signal.SIGALRM, previous)
 
 
-@contextlib.contextmanager
-def _frozen_heap():
-    """While the program runs, the collector leaves alone what existed before it (TensorFlow,
-    Keras, tapeviz): the recording's records trigger full collections that otherwise walk
-    all of that (about a seventh of the recorded CNN loop's time). The program's own objects
-    are collected as in a plain run; the frozen ones become collectable again after."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
@@ -227,7 +213,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), _frozen_heap(), atexit_handlers.captured() as handlers:
+                mnist_served(session), heap.frozen(), atexit_handlers.captured() as handlers:
             try:
                 exec(code, namespace)
             finally:
