@@ -4,8 +4,9 @@
    imported), for the higher_order and mnist_step examples: the runner's round trip to
    a worker plus graph.build, layout and the plotly figure. The cold worker (paying
    TensorFlow's import) is shown beside it for contrast.
-2. Building the figure for recordings of about 1k and 10k ops (recorded once, timed
-   server side only).
+2. Building the figure for recordings of about 1.5k and 15k ops (recorded once, timed
+   server side only), as the page opens (a line's repeated ops folded into one node) and
+   with Fold loops off (every op a node).
 
     python bench/bench_debugger.py
 """
@@ -72,7 +73,9 @@ def main():
         print("Figure build for big recordings (graph + layout + figure), seconds:")
         for n in (1000, 10000):
             rec = Recording.from_dict(pool.record(LOOP.replace("N", str(n // 2)), timeout=120))
-            for options in ({"tape": 0}, {"tape": 0, "call": 0}):
+            # as the page opens (loops folded), and with Fold loops off: every op a node
+            for options in ({"tape": 0}, {"tape": 0, "call": 0},
+                            {"tape": 0, "fold": False}, {"tape": 0, "call": 0, "fold": False}):
                 t0 = time.perf_counter()
                 G = graph.build(rec, **options)
                 flow = graph.flow_norms(rec, 0, 0, G) if "call" in options else None
@@ -81,8 +84,9 @@ def main():
                 t2 = time.perf_counter()
                 figures.op_graph(G, pos, flow=flow)
                 t3 = time.perf_counter()
-                what = "gradient flow" if flow else "op graph"
-                print(f"  {len(rec.ops):6d} ops, {what:13s}: {t3 - t0:5.2f} s "
+                what = ("gradient flow" if flow else "op graph") + (
+                    ", unfolded" if options.get("fold") is False else "")
+                print(f"  {len(rec.ops):6d} ops, {what:23s}: {t3 - t0:5.2f} s "
                       f"(graph {t1 - t0:.2f}, layout {t2 - t1:.2f}, figure {t3 - t2:.2f}; "
                       f"{G.number_of_nodes()} nodes)")
     finally:
