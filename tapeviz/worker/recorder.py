@@ -11,6 +11,7 @@ import linecache
 import os
 import re
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -23,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import atexit_handlers, exits, heap, native_stdout  # noqa: E402
+from . import exits, heap, native_stdout, shutdown  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -125,6 +126,13 @@ def _plain_message(message: str) -> str:
 class _Timer:
     fired = False
     line: Optional[int] = None    # the program's line the first alarm interrupted
+    deadline: Optional[float] = None   # time.monotonic() when the limit is up (None: none)
+
+    def overrun(self, thread: threading.Thread, filename: str) -> None:
+        """A thread of the program still runs at the limit, after its main code ended."""
+        self.fired = True
+        self.line = _frame_line(sys._current_frames().get(thread.ident), filename)
+        raise Timeout()
 
 
 def _as_timeout(exc: BaseException, timer: Optional[_Timer]) -> BaseException:
@@ -159,6 +167,7 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
         raise Timeout()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    timer.deadline = time.monotonic() + seconds
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield timer
@@ -213,13 +222,16 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), heap.frozen(), atexit_handlers.captured() as handlers:
+                mnist_served(session), heap.frozen(), shutdown.exit_handlers() as handlers:
+            threads = set(threading.enumerate())
             try:
                 exec(code, namespace)
             finally:
                 # As `python PROGRAM.py` exits, also after an exception or sys.exit; not
                 # after a timeout, which plainly would have been a kill.
                 if not timer.fired:
+                    shutdown.join_threads(threads, timer.deadline,
+                                          lambda thread: timer.overrun(thread, filename))
                     handlers.run()
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)

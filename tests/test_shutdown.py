@@ -1,5 +1,6 @@
-"""What a program registers with `atexit` runs when it ends, as it does when `python
-PROGRAM.py` exits: the reference is the same program run by a real interpreter."""
+"""When a recorded program ends, Python's exit steps run as `python PROGRAM.py` runs them:
+its threads are waited for, then what it registered with `atexit` runs. The reference is
+the same program run by a real interpreter."""
 import os
 import subprocess
 import sys
@@ -102,6 +103,53 @@ def test_an_exit_handler_that_runs_past_the_limit_is_a_timeout():
         """), timeout=1)
     assert rec.error.type == "Timeout" and rec.error.line in (4, 5)   # in forever's loop
     assert rec.stdout == "done\n"
+
+
+THREADS = textwrap.dedent("""
+    import threading, time
+    from concurrent.futures import ThreadPoolExecutor
+    import tensorflow as tf
+
+    def later():
+        time.sleep(0.3)
+        print("from a thread", float(tf.reduce_sum(tf.constant([1.0, 2.0]))))
+
+    def forgotten():
+        time.sleep(3)
+        print("a daemon thread dies with the program")
+
+    threading.Thread(target=later).start()
+    threading.Thread(target=forgotten, daemon=True).start()
+    pool = ThreadPoolExecutor(2)           # never shut down: its idle workers stop at exit
+    print("from a pool", pool.submit(lambda: 6 * 7).result())
+    print("main done")
+    """)
+
+
+def test_the_programs_threads_end_into_the_recording_as_python_waits_for_them(tmp_path):
+    rec = recorder.record(THREADS, timeout=60)
+    assert rec.error is None
+    assert rec.stdout == plain_stdout(THREADS, tmp_path)
+    assert "from a thread 3.0" in rec.stdout and "daemon" not in rec.stdout
+
+
+def test_a_thread_that_outlives_the_limit_is_a_timeout_at_its_line():
+    namespace = {}
+    source = textwrap.dedent("""
+        import threading, time
+        stop = False
+        def spin():
+            while not stop:
+                time.sleep(0.02)
+        threading.Thread(target=spin).start()
+        print("main done")
+        """)
+    try:
+        rec = recorder.record(source, timeout=1, namespace=namespace)
+    finally:
+        namespace["stop"] = True           # this test's own process must not wait for it
+    assert rec.error.type == "Timeout" and rec.error.line in (6, 7)   # in spin's loop
+    assert rec.stdout == "main done\n"
 
 
 def test_the_real_atexit_is_back_after_the_run():
