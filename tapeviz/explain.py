@@ -394,6 +394,10 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
         return (f"tf.matmul(a, b) needs a's last dimension to equal b's first: here a is "
                 f"[{', '.join(a)}] and b is [{', '.join(b)}] ({a[-1]} != {b[0]}). Transpose one "
                 f"(tf.transpose, or transpose_b=True) or reshape so the inner dimensions match.")
+    if error_type == "EOFError" and "when reading a line" in message:    # input()'s words
+        return ("The program asked for input with `input()`, but a recorded program has no "
+                "keyboard to type into: its input is empty. Put the value in the code "
+                "instead, for example `name = \"Ada\"`.")
     if error_type == "Timeout" and _loops_over_data(source):
         return ("The program was stopped at its time limit in the middle of a loop over its "
                 "data; what it printed and the steps recorded until then are kept. Every op "

@@ -51,3 +51,35 @@ def test_timeout_in_a_loop_over_a_dataset_suggests_take():
 def test_timeout_elsewhere_keeps_the_general_hint():
     rec = recorder.record("while True:\n    pass\n", timeout=1)
     assert rec.error.type == "Timeout" and "take(" not in rec.error.hint
+
+
+INPUT = "import subprocess\nprint(repr(subprocess.run(['cat'], capture_output=True).stdout))\n" \
+        "name = input('name? ')\nprint('hi', name)\n"
+
+
+def test_input_meets_the_end_of_its_input_at_once_as_with_no_keyboard():
+    """The reference: the same program under plain Python with its stdin at its end (a
+    browser has no keyboard). Before, input() waited on the worker's job channel until the
+    time limit, whose hint then blamed a loop."""
+    plain = subprocess.run([sys.executable, "-c", INPUT], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True)
+    assert plain.stderr.strip().endswith("EOFError: EOF when reading a line")
+    rec = recorder.record(INPUT, timeout=20)
+    assert rec.stdout == plain.stdout                 # a child process met the end too
+    assert (rec.error.type, rec.error.line) == ("EOFError", 3)
+    assert "`input()`" in rec.error.hint and "keyboard" in rec.error.hint
+
+
+def test_input_in_a_forked_worker_does_not_wait_for_the_time_limit():
+    from tapeviz.server.runner import Config, Runner
+    runner = Runner(Config(warm=1))
+    try:
+        rec = runner.record(INPUT, timeout=20)
+    finally:
+        runner.close()
+    assert rec["error"]["type"] == "EOFError", rec["error"]
+
+
+def test_other_eof_errors_get_no_input_hint():
+    rec = recorder.record("import io, pickle\npickle.load(io.BytesIO(b''))\n")
+    assert rec.error.type == "EOFError" and rec.error.hint is None

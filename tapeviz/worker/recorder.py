@@ -176,6 +176,30 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextlib.contextmanager
+def _stdin_at_end():
+    """While the program runs, its stdin is at its end, as for `python PROGRAM.py <
+    /dev/null`: `input()` raises EOFError at once, and so does a child process's read of fd
+    0. A worker's fd 0 is its job channel, which stays open: `input()` waited there until
+    the time limit, which then blamed a loop."""
+    saved = sys.stdin
+    try:
+        saved_fd = os.dup(0)
+    except OSError:                   # no fd 0 at all: reads fail already, as plainly
+        yield
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+        os.dup2(saved_fd, 0)
+        os.close(saved_fd)
+
+
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
@@ -222,7 +246,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), heap.frozen(), shutdown.exit_handlers() as handlers:
+                mnist_served(session), heap.frozen(), _stdin_at_end(), \
+                shutdown.exit_handlers() as handlers:
             threads = set(threading.enumerate())
             try:
                 exec(code, namespace)
