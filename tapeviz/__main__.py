@@ -116,6 +116,8 @@ def record_main(args) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
         sys.stdout.write(recording.get("stdout") or "")   # what `python PROGRAM.py` prints
         sys.stdout.flush()
+        sys.stderr.write(recording.get("stderr") or "")   # and writes to stderr
+        sys.stderr.flush()
     else:
         sys.stdout.write(text + "\n")
     error = recording.get("error")

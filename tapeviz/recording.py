@@ -150,6 +150,7 @@ class Recording:
     files: dict = field(default_factory=dict)     # {file: source} of every user file seen
     argv: Optional[list] = None      # the program's sys.argv, when it had arguments
     skipped: dict = field(default_factory=dict)   # what --tapes left uninstrumented
+    stderr: str = ""                 # what it wrote to stderr (tf.print's default)
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -197,6 +198,7 @@ class Recording:
             files=dict(d.get("files") or {}),
             argv=d.get("argv"),
             skipped=dict(d.get("skipped") or {}),
+            stderr=d.get("stderr") or "",
         )
 
     @classmethod

@@ -99,6 +99,15 @@ def test_a_timeout_says_so():
     assert "Timeout" in texts(at.error)
 
 
+def test_tf_print_shows_under_the_printed_output():
+    # tf.print writes to stderr unless told otherwise; a learner must see it on the page
+    at = typed("import tensorflow as tf\nprint('x is')\ntf.print(tf.constant([1, 2]) * 3)\n")
+    assert not at.exception
+    assert "Written to stderr" in texts(at.markdown)
+    shown = [c.value for c in at.code]
+    assert "x is" in shown and "[3 6]" in shown            # stdout, then stderr
+
+
 def test_the_inspector_shows_a_picked_tensor_and_its_line():
     at = opened(example="linear_gradient")
     pick = at.selectbox(key="pick")

@@ -3,6 +3,7 @@ same results, and the recording must say what TensorFlow's tape really did."""
 import contextlib
 import io
 import json
+import pathlib
 import re
 import textwrap
 
@@ -15,6 +16,8 @@ from tensorflow.python.eager import context  # noqa: E402
 from tapeviz import examples  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from tapeviz.recording import BACKWARD, Recording  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def src(text: str) -> str:
@@ -940,6 +943,51 @@ def test_writes_below_python_to_stdout_are_the_programs_output_in_order(tmp_path
     rec, _ = run_recorded(NATIVE_STDOUT)
     assert rec.error is None, rec.error
     assert rec.stdout == plain
+
+
+STDERR = src("""
+    import os, sys, warnings
+    import tensorflow as tf
+    print("BEGIN", file=sys.stderr, flush=True)   # what TensorFlow's import wrote comes before
+    print("to stdout")
+    tf.print("tf.print's default stream:", tf.constant([1, 2]))
+    print("Python's stderr", file=sys.stderr)
+    os.write(2, b"file descriptor 2\\n")
+    warnings.warn("a warning")
+    with tf.GradientTape(persistent=True) as tape:
+        x = tf.constant(2.0)
+        tape.watch(x)
+        y = x * x
+        dy_dx = tape.gradient(y, x)                # TensorFlow warns: inside the block
+    print("done", dy_dx.numpy())
+""")
+
+
+def test_stderr_is_the_programs_stderr_as_python_writes_it(tmp_path):
+    """tf.print without output_stream, Python's sys.stderr, fd 2 and warnings (Python's and
+    TensorFlow's): the reference is the same program run plainly, with the worker's
+    TensorFlow log level. Recorded through the command line, in a worker as the app runs
+    it (in-process, pytest would catch the warnings itself). A learner's tf.print showed
+    nowhere before."""
+    import os
+    import subprocess
+    import sys
+    program = tmp_path / "program.py"
+    program.write_text(STDERR)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))
+    plain = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True)
+    plain_stderr = plain.stderr[plain.stderr.index("BEGIN\n"):]
+    assert "tf.print's default stream: [1 2]" in plain_stderr
+    assert "WARNING:tensorflow:Calling GradientTape.gradient on a persistent tape" in plain_stderr
+    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", str(program),
+                               "-o", str(tmp_path / "run.json")], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert recorded.returncode == 0, recorded.stderr[-3000:]
+    rec = json.loads((tmp_path / "run.json").read_text())
+    assert rec["stdout"] == plain.stdout and recorded.stdout == plain.stdout
+    assert rec["stderr"] == plain_stderr
+    assert plain_stderr in recorded.stderr              # the terminal shows it as plainly
 
 
 def test_tf_print_to_sys_stdout_is_in_the_recorded_output_in_order():

@@ -231,6 +231,10 @@ def show_printed(rec):
     if rec.stdout:
         st.markdown("**Printed output**")
         st.code(rec.stdout, language=None, height=min(220, 40 + 28 * rec.stdout.count("\n")))
+    if rec.stderr:
+        # tf.print writes here unless told otherwise: a learner's tf.print must show
+        st.markdown("**Written to stderr** (where `tf.print` and warnings go)")
+        st.code(rec.stderr, language=None, height=min(220, 40 + 28 * rec.stderr.count("\n")))
 
 
 def show_graph(rec, run_id):

@@ -99,6 +99,9 @@ def check_recording(rec, source: str, max_ops: int, max_stdout: int) -> Optional
     # the recorder keeps `max_stdout` characters and adds a one-line marker where it cut
     if not isinstance(stdout, str) or len(stdout) > max_stdout + 200:
         return f"the recording's printed output is over the bound of {max_stdout:,} characters"
+    stderr = rec.get("stderr", "")
+    if not isinstance(stderr, str) or len(stderr) > max_stdout + 200:
+        return f"the recording's stderr is over the bound of {max_stdout:,} characters"
     if rec.get("source") != source:
         return "the recording is not of the program that was sent"
     for tensor in rec["tensors"]:

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from .native_stdout import NativeStdout
+from .native_output import NativeStream
 
 FLUSH_S = 0.02               # the flusher thread sends what waits this often
 EAGER_GAP_S = 0.01           # a line is sent at once when nothing was sent this long before
@@ -117,9 +117,11 @@ def answer_os_exit(on_exit: Optional[Callable[[int, object], None]]):
         os._exit = real_exit
 
 
-def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], None]):
-    """The `on_exit` for answer_os_exit: finish the session with what was printed and
-    send it as the run's recording (os._exit(0) is a clean end, as it is plainly)."""
+def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], None],
+                           err=None):
+    """The `on_exit` for answer_os_exit: finish the session with what was printed (`out`,
+    and `err`, the program's stderr) and send it as the run's recording (os._exit(0) is a
+    clean end, as it is plainly)."""
     from ..recording import Error
 
     def on_exit(code, frame):
@@ -130,13 +132,18 @@ def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], 
             error = Error("SystemExit", f"the program ended with os._exit({code})",
                           user.f_lineno if user is not None else None)
         stream = out
-        if isinstance(stream, NativeStdout):  # fd 1's last bytes join the text first
+        if isinstance(stream, NativeStream):  # fd 1's last bytes join the text first
             stream.release()
             stream = stream.inner
         if isinstance(stream, StreamedText):
             stream.stop()
         text = stream.out.text() if isinstance(stream, StreamedText) else stream.text()
         rec = session.finish(text, error, time.perf_counter() - started)
+        if err is not None:
+            if isinstance(err, NativeStream):
+                err.release()
+                err = err.inner
+            rec.stderr = err.text()
         emit({"type": "recording", "recording": rec.to_dict(), "exit_status": code})
 
     return on_exit

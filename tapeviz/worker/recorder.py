@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, heap, native_stdout, shutdown  # noqa: E402
+from . import exits, heap, native_output, shutdown  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -33,6 +33,7 @@ from ..recording import Error, Recording  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_STDOUT = 100_000      # characters of printed output kept (the newest)
+MAX_STDERR = 20_000               # characters of stderr kept (the newest): warnings repeat
 __all__ = ["record", "Timeout", "DEFAULT_TIMEOUT_S", "DEFAULT_MAX_OPS", "DEFAULT_MAX_STDOUT"]
 
 
@@ -218,6 +219,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     out = _BoundedText(max_stdout)
+    err = _BoundedText(min(max_stdout, MAX_STDERR))
     error = None
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
@@ -241,10 +243,12 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     window.open()
     timer = None
     try:
-        with exits.streamed(out, emit) as streamed, native_stdout.captured(streamed) as stdout, \
-                contextlib.redirect_stdout(stdout), \
+        with exits.streamed(out, emit) as streamed, native_output.captured(streamed) as stdout, \
+                native_output.captured(err, 2) as stderr, contextlib.redirect_stdout(stdout), \
+                contextlib.redirect_stderr(stderr), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
-                    session, stdout, started, emit)), _time_limit(timeout, filename) as timer, env, \
+                    session, stdout, started, emit, stderr)), \
+                _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), heap.frozen(), _stdin_at_end(), \
                 shutdown.exit_handlers() as handlers:
@@ -275,6 +279,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     finally:
         session.quiet -= 1
     rec = session.finish(out.text(), error, time.perf_counter() - started)
+    rec.stderr = err.text()
     rec.argv = list(program["argv"]) if program and program.get("argv") else None
     return rec
 

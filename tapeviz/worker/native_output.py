@@ -1,13 +1,15 @@
-"""The program's writes to file descriptor 1 from below Python join its printed output.
+"""The program's writes to file descriptors 1 and 2 from below Python join its stdout and
+its stderr.
 
 `tf.print(..., output_stream=sys.stdout)` prints from C++ (inside a tf.function too, where
-no op callback sees it), and so do a subprocess the program starts and `os.write(1, ...)`.
-Plainly all of that is the program's stdout; a worker keeps its real stdout for messages
-and points fd 1 at stderr, and an in-process recording would send it wherever the host's
-fd 1 goes. While the program runs, fd 1 is a pipe instead. Each write of the program's
-Python-level stdout first moves in what waits in the pipe, so a sequential program's
-output keeps its order; a thread moves it in too when Python prints nothing, so a full
-pipe never blocks the program.
+no op callback sees it), and so do a subprocess the program starts and `os.write(1, ...)`;
+`tf.print(x)` itself, TensorFlow's warnings and C++ errors go to fd 2. Plainly all of that
+is the program's output; a worker keeps its real stdout for messages and points fd 1 at
+stderr, and an in-process recording would send it wherever the host's descriptors go.
+While the program runs, each descriptor is a pipe instead. Each write of the program's
+Python-level stream first moves in what waits in its pipe, so a sequential program's
+output keeps its order within each stream; a thread moves it in too when Python writes
+nothing, so a full pipe never blocks the program.
 """
 from __future__ import annotations
 
@@ -21,31 +23,33 @@ import threading
 CHUNK = 65536
 
 
-class NativeStdout(io.TextIOBase):
-    """The stdout given to the program: `inner`, with fd 1's bytes merged in, in order."""
+class NativeStream(io.TextIOBase):
+    """The stdout (fd 1) or stderr (fd 2) given to the program: `inner`, with the
+    descriptor's bytes merged in, in order."""
 
-    def __init__(self, inner):
-        self.inner = inner
+    def __init__(self, inner, fd: int = 1):
+        self.inner, self.fd = inner, fd
         self._lock = threading.Lock()
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pid = os.getpid()
         self._released = False
         opened = []
         try:                 # everything that can fail comes before fd 1 is touched
-            self._saved = os.dup(1)
+            self._saved = os.dup(fd)
             opened.append(self._saved)
             self._read, write = os.pipe()
             opened += [self._read, write]
             self._wake_read, self._wake_write = os.pipe()
             opened += [self._wake_read, self._wake_write]
             os.set_blocking(self._read, False)
-            self._thread = threading.Thread(target=self._pump, name="tapeviz-fd1", daemon=True)
+            self._thread = threading.Thread(target=self._pump, name=f"tapeviz-fd{fd}",
+                                            daemon=True)
             self._thread.start()
         except (OSError, RuntimeError):
             for fd in opened:
                 os.close(fd)
             raise
-        os.dup2(write, 1)
+        os.dup2(write, fd)
         os.close(write)
 
     def writable(self):
@@ -62,11 +66,12 @@ class NativeStdout(io.TextIOBase):
         self.inner.flush()
 
     def release(self) -> None:
-        """Give fd 1 back, move in what is left, stop the thread (once; in this process)."""
+        """Give the descriptor back, move in what is left, stop the thread (once; in this
+        process)."""
         if self._released or os.getpid() != self._pid:   # a forked child keeps the pipe
             return
         self._released = True
-        os.dup2(self._saved, 1)           # closes our write end: the pipe drains to its end
+        os.dup2(self._saved, self.fd)     # closes our write end: the pipe drains to its end
         os.close(self._saved)
         os.write(self._wake_write, b"x")
         self._thread.join(timeout=5)
@@ -103,11 +108,12 @@ class NativeStdout(io.TextIOBase):
 
 
 @contextlib.contextmanager
-def captured(inner):
-    """While the program runs, its stdout is `inner` plus whatever reaches fd 1. Without
-    a free descriptor or thread, fd 1 is left as it was and the program runs regardless."""
+def captured(inner, fd: int = 1):
+    """While the program runs, its stdout (fd 1) or stderr (fd 2) is `inner` plus whatever
+    reaches the descriptor. Without a free descriptor or thread, it is left as it was and
+    the program runs regardless."""
     try:
-        stream = NativeStdout(inner)
+        stream = NativeStream(inner, fd)
     except (OSError, RuntimeError):
         yield inner
         return
