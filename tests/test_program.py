@@ -34,3 +34,25 @@ def test_a_program_runs_in_its_folder_and_the_process_is_put_back(tmp_path):
         assert [t["file"] for t in rec["tapes"]][:-1] == ["trainer/loop.py"] * (len(rec["tapes"]) - 1)
         assert recorded_gradients(rec) == printed_gradients(rec["stdout"])
     assert len(second["tapes"]) == 2
+
+
+ARGPARSE = """import argparse, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+print(sys.argv, args.lr)
+"""
+
+
+def test_a_typed_program_sees_the_argv_of_python_program_py(tmp_path):
+    """The app's programs have no argv of their own: they see what `python program.py` gives
+    (the reference, run plainly), not the worker's, which made argparse fail."""
+    import subprocess
+    (tmp_path / "program.py").write_text(ARGPARSE)
+    plain = subprocess.run([sys.executable, "program.py"], cwd=tmp_path, capture_output=True,
+                           text=True, check=True).stdout
+    argv = list(sys.argv)
+    rec = recorder.record(ARGPARSE)
+    assert rec.error is None, rec.error
+    assert rec.stdout == plain == "['program.py'] 0.1\n"
+    assert sys.argv == argv                      # put back

@@ -49,10 +49,15 @@ class ProgramEnv:
     """The process state a program sees while it runs, put back afterwards.
 
     `program` is the job's {"argv": [...], "cwd": dir, "path": dir}; any may be missing (the
-    app's programs have none; hosted mode keeps its sandbox's directory)."""
+    app's programs have none; hosted mode keeps its sandbox's directory). Without an argv
+    the program sees `[filename]`, as `python program.py` gives it: the worker's own argv
+    (the zygote's path and a descriptor number) made argparse fail on "unrecognized
+    arguments"."""
 
-    def __init__(self, program: Optional[dict], files: UserFiles, user_builtins: dict):
+    def __init__(self, program: Optional[dict], files: UserFiles, user_builtins: dict,
+                 filename: str = "program.py"):
         self.program = program or {}
+        self.filename = filename
         self.finder = _UserModules(files, user_builtins) if program else None
         self.main = types.ModuleType("__main__")
         self._saved = None
@@ -67,10 +72,9 @@ class ProgramEnv:
     def __enter__(self):
         p = self.program
         self._saved = (sys.argv, list(sys.path), os.getcwd(), sys.modules.get("__main__"))
+        sys.argv = list(p.get("argv") or [self.filename])
         if not p:
             return self
-        if p.get("argv"):
-            sys.argv = list(p["argv"])
         if p.get("path"):
             if sys.path:
                 sys.path[0] = p["path"]

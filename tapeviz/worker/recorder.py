@@ -234,7 +234,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     user_builtins = dict(builtins.__dict__)
     tape_class = make_tape_class(session)
     user_builtins["__import__"] = make_import(tape_class)
-    env = ProgramEnv(program, session.files, user_builtins)
+    env = ProgramEnv(program, session.files, user_builtins, filename)
     namespace = env.namespace(namespace)
     namespace.update({"__name__": "__main__", "__file__": filename,
                       "__builtins__": user_builtins})
