@@ -892,6 +892,7 @@ def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
         with tf.GradientTape() as tape:
             y = x * x
         print("grad", tape.gradient(y, x).numpy())
+        tf.print("tf.print, to stderr")
         os._exit(3)
         print("never")
     """)
@@ -903,8 +904,9 @@ def test_os_exit_sends_the_output_and_the_recording_made_so_far(monkeypatch):
     final = [m for m in sent if m["type"] == "recording"]
     assert len(final) == 1 and final[0]["exit_status"] == 3
     rec = Recording.from_dict(final[0]["recording"])
-    assert rec.error.type == "SystemExit" and rec.error.line == 7
+    assert rec.error.type == "SystemExit" and rec.error.line == 8
     assert rec.stdout == "grad 4.0\n" and len(rec.tapes) == 1
+    assert rec.stderr == "tf.print, to stderr\n"
     assert rec.tapes[0].gradients[0].results[0].grad is not None
 
 

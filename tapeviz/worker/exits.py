@@ -139,11 +139,12 @@ def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], 
             stream.stop()
         text = stream.out.text() if isinstance(stream, StreamedText) else stream.text()
         rec = session.finish(text, error, time.perf_counter() - started)
-        if err is not None:
-            if isinstance(err, NativeStream):
-                err.release()
-                err = err.inner
-            rec.stderr = err.text()
+        errors = err
+        if isinstance(errors, NativeStream):  # and fd 2's join the program's stderr
+            errors.release()
+            errors = errors.inner
+        if errors is not None:
+            rec.stderr = errors.text()
         emit({"type": "recording", "recording": rec.to_dict(), "exit_status": code})
 
     return on_exit
