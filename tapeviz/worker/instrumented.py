@@ -16,6 +16,7 @@ from tensorflow.python.eager import context, record as tape_record
 from tensorflow.python.util import nest
 
 from .. import explain
+from . import shared_gradients
 from .capture import EagerTensor, Session
 from ..recording import GradientCall
 
@@ -122,6 +123,10 @@ def make_tape_class(session: Session):
             grads = nest.pack_sequence_as(sources, source_grads)
             session.quiet += 1
             try:
+                if flow_tensors:          # what TF leaked for the flow's extra sources
+                    _quietly(session, "could not free the gradient flow's tensors",
+                             shared_gradients.release, flat_sources + flow_tensors,
+                             flat_grads, n)
                 _quietly(session, "could not describe this gradient call", session.finish_call,
                          state, call, flat_sources, source_grads, flow_ids, flow_grads, first)
             finally:
@@ -176,8 +181,11 @@ def make_tape_class(session: Session):
                 # tape stopped and the callback quiet, nothing of it lands in the recording.
                 session.quiet += 1
                 try:
+                    flow_sources = [state.held[i] for i in flow_ids]
                     with tape_record.stop_recording():
-                        flow_grads = super().gradient(target, [state.held[i] for i in flow_ids])
+                        flow_grads = super().gradient(target, flow_sources)
+                    _quietly(session, "could not free the gradient flow's tensors",
+                             shared_gradients.release, flow_sources, flow_grads, 0)
                 finally:
                     session.quiet -= 1
             elif flow_ids:
