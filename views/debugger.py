@@ -228,13 +228,12 @@ def show_result(rec):
 
 
 def show_printed(rec):
-    if rec.stdout:
-        st.markdown("**Printed output**")
-        st.code(rec.stdout, language=None, height=min(220, 40 + 28 * rec.stdout.count("\n")))
-    if rec.stderr:
-        # tf.print writes here unless told otherwise: a learner's tf.print must show
-        st.markdown("**Written to stderr** (where `tf.print` and warnings go)")
-        st.code(rec.stderr, language=None, height=min(220, 40 + 28 * rec.stderr.count("\n")))
+    # stderr too: tf.print writes there unless told otherwise, and a learner's must show
+    for title, text in (("**Printed output**", rec.stdout),
+                        ("**Written to stderr** (where `tf.print` and warnings go)", rec.stderr)):
+        if text:
+            st.markdown(title)
+            st.code(text, language=None, height=min(220, 40 + 28 * text.count("\n")))
 
 
 def show_graph(rec, run_id):

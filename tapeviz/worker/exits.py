@@ -131,20 +131,21 @@ def send_recording_on_exit(session, out, started: float, emit: Callable[[dict], 
             user = session.user_frame(frame)
             error = Error("SystemExit", f"the program ended with os._exit({code})",
                           user.f_lineno if user is not None else None)
-        stream = out
-        if isinstance(stream, NativeStream):  # fd 1's last bytes join the text first
-            stream.release()
-            stream = stream.inner
-        if isinstance(stream, StreamedText):
-            stream.stop()
-        text = stream.out.text() if isinstance(stream, StreamedText) else stream.text()
-        rec = session.finish(text, error, time.perf_counter() - started)
-        errors = err
-        if isinstance(errors, NativeStream):  # and fd 2's join the program's stderr
-            errors.release()
-            errors = errors.inner
-        if errors is not None:
-            rec.stderr = errors.text()
+        rec = session.finish(_final_text(out), error, time.perf_counter() - started)
+        if err is not None:
+            rec.stderr = _final_text(err)
         emit({"type": "recording", "recording": rec.to_dict(), "exit_status": code})
 
     return on_exit
+
+
+def _final_text(stream) -> str:
+    """What a stream the program was given holds, once its descriptor's last bytes (a
+    NativeStream's) have joined it and its streaming (a StreamedText's) has stopped."""
+    if isinstance(stream, NativeStream):
+        stream.release()
+        stream = stream.inner
+    if isinstance(stream, StreamedText):
+        stream.stop()
+        return stream.out.text()
+    return stream.text()

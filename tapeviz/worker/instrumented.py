@@ -103,14 +103,15 @@ def make_tape_class(session: Session):
                                     state, self._flat_ids(target),
                                     self._flat_ids(flat_sources)) or []
             flow_tensors = [state.held[i] for i in flow_ids]
+            asked = flat_sources + flow_tensors
             first = session.next_op
             session.grad_depth += 1
             session.grad_call = len(state.rec.gradients) - 1
             try:
                 # One flat list: TF flattens sources and packs its results back into their
                 # structure, and a nested one costs nest's protocol checks per list per call
-                flat_grads = super().gradient(target, flat_sources + flow_tensors,
-                                              output_gradients, unconnected_gradients)
+                flat_grads = super().gradient(target, asked, output_gradients,
+                                              unconnected_gradients)
             except Exception as e:
                 call.error = f"{type(e).__name__}: {e}"
                 raise
@@ -125,8 +126,7 @@ def make_tape_class(session: Session):
             try:
                 if flow_tensors:          # what TF leaked for the flow's extra sources
                     _quietly(session, "could not free the gradient flow's tensors",
-                             shared_gradients.release, flat_sources + flow_tensors,
-                             flat_grads, n)
+                             shared_gradients.release, asked, flat_grads, n)
                 _quietly(session, "could not describe this gradient call", session.finish_call,
                          state, call, flat_sources, source_grads, flow_ids, flow_grads, first)
             finally:

@@ -34,7 +34,7 @@ class NativeStream(io.TextIOBase):
         self._pid = os.getpid()
         self._released = False
         opened = []
-        try:                 # everything that can fail comes before fd 1 is touched
+        try:                 # everything that can fail comes before `fd` is touched
             self._saved = os.dup(fd)
             opened.append(self._saved)
             self._read, write = os.pipe()
@@ -46,8 +46,8 @@ class NativeStream(io.TextIOBase):
                                             daemon=True)
             self._thread.start()
         except (OSError, RuntimeError):
-            for fd in opened:
-                os.close(fd)
+            for opened_fd in opened:
+                os.close(opened_fd)
             raise
         os.dup2(write, fd)
         os.close(write)
