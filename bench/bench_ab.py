@@ -4,6 +4,8 @@ The machine's speed drifts by up to 2x between processes, which hides changes of
 in the loop ratio of bench_record_cli.py. Here the variants take turns, in blocks of a few
 steps, inside one process and one recording, so drift hits them alike; each prints its
 median block time against the first variant's. Variants:
+  plain     no op callback, and the instrumented tape passes every call straight to
+            TensorFlow's: the loop as it runs unrecorded, for recorded / plain in one process
   noop      the callback returns at once (TensorFlow's cost of calling it stays)
   walk      only the walk out to the user's frame and its line
   lean      the user's line, the TF ids of inputs and outputs, the scope, one tuple kept in
@@ -79,6 +81,13 @@ def main() -> None:
     full_which_tapes = ops.OpsAndTapes.which_tapes
     full_between = gradients.GradientsAndAlerts.between
     full_init = session_mod.Session.__init__
+    full_tape_class = recorder.make_tape_class
+
+    def tape_class(session):
+        cls = full_tape_class(session)
+        tracked = cls._tracked
+        cls._tracked = lambda tape: now["variant"] != "plain" and tracked(tape)
+        return cls
 
     def lean(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
         if graph is not None or self.quiet:
@@ -124,8 +133,18 @@ def main() -> None:
         deferred = now["session"].deferred      # the last turn's stats jobs end first
         while not deferred.idle():
             time.sleep(0.01)
-        now["variant"] = names[block % len(names)]
+        window = now["session"].window_of_ab
+        variant = now["variant"] = names[block % len(names)]
+        window._switch(variant != "plain")      # plain: no op callback at all
 
+    full_window_init = recorder.TapeWindow.__init__
+
+    def window_init(self, session, tapes):
+        full_window_init(self, session, tapes)
+        session.window_of_ab = self
+
+    recorder.TapeWindow.__init__ = window_init
+    recorder.make_tape_class = tape_class
     ops.OpsAndTapes.on_op = on_op
     ops.OpsAndTapes.which_tapes = which_tapes
     gradients.GradientsAndAlerts.between = between
