@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 import sys
 import types
 
@@ -17,7 +18,7 @@ from tensorflow.python.util import nest
 
 from .. import explain
 from . import shared_gradients
-from .capture import EagerTensor, Session
+from .capture import Session, handle_or_self
 from ..recording import GradientCall
 
 
@@ -121,7 +122,7 @@ def make_tape_class(session: Session):
                     state.release()
             n = len(flat_sources)
             source_grads, flow_grads = flat_grads[:n], flat_grads[n:]
-            grads = nest.pack_sequence_as(sources, source_grads)
+            grads = _pack(sources, flat_sources, source_grads)
             session.quiet += 1
             try:
                 if flow_tensors:          # what TF leaked for the flow's extra sources
@@ -222,9 +223,8 @@ def make_tape_class(session: Session):
         def _flat_ids(structure) -> set:
             ids = set()
             for t in nest.flatten(structure):
-                handle = getattr(t, "handle", None)
-                obj = handle if isinstance(handle, EagerTensor) else t
-                if isinstance(obj, EagerTensor):
+                obj = handle_or_self(t)
+                if obj is not None:
                     ids.add(obj._id)
             return ids
 
@@ -273,8 +273,18 @@ def adopt_tapes(session: Session, tape_class):
         real.__enter__ = original
 
 
+def _pack(sources, flat_sources: list, flat_grads: list):
+    """`flat_grads` in the structure of `sources`, as TensorFlow's gradient returns them. A
+    plain list or tuple of tensors and variables (what nearly every call passes) is its own
+    flat form, so it is rebuilt directly: nest's packing costs about 10 us per call."""
+    if sources.__class__ in (list, tuple) and len(sources) == len(flat_sources) and all(
+            map(operator.is_, sources, flat_sources)):
+        return sources.__class__(flat_grads)
+    return nest.pack_sequence_as(sources, flat_grads)
+
+
 def _is_tensorlike(x) -> bool:
-    return isinstance(x, EagerTensor) or isinstance(getattr(x, "handle", None), EagerTensor)
+    return handle_or_self(x) is not None
 
 
 # -- the view of `tensorflow` that user code imports ----------------------------------------------

@@ -20,7 +20,7 @@ import ctypes
 import sys
 from typing import Optional
 
-from .capture import EagerTensor
+from .capture import EagerTensor, handle_or_self
 
 _decref = ctypes.pythonapi.Py_DecRef
 _decref.argtypes = [ctypes.py_object]
@@ -60,9 +60,8 @@ def _measure() -> int:
 
 def _source_key(source) -> Optional[int]:
     """The tensor id TensorFlow knows a source by: a variable's handle's, else its own."""
-    handle = getattr(source, "handle", None)
-    obj = handle if isinstance(handle, EagerTensor) else source
-    return obj._id if isinstance(obj, EagerTensor) else None
+    obj = handle_or_self(source)
+    return obj._id if obj is not None else None
 
 
 def release(sources: list, grads: list, named: int) -> int:

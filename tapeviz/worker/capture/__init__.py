@@ -6,6 +6,6 @@ gradient calls and alerts (gradients.py).
 """
 from .ops import function_call
 from .session import DEFAULT_MAX_OPS, Session
-from .tensors import EagerTensor
+from .tensors import EagerTensor, handle_or_self
 
-__all__ = ["DEFAULT_MAX_OPS", "EagerTensor", "Session", "function_call"]
+__all__ = ["DEFAULT_MAX_OPS", "EagerTensor", "Session", "function_call", "handle_or_self"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ... import explain
 from .. import numerics
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float
-from .tensors import BIG, RESOURCE, TRAINABLE_ENUMS, EagerTensor
+from .tensors import BIG, RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
 # What a gradient can flow through between sources and target: trainable, not a variable
 FLOWING_ENUMS = TRAINABLE_ENUMS - {RESOURCE}
@@ -110,9 +110,8 @@ class GradientsAndAlerts:
         self.norms_from_stats = {}
 
     def source_id(self, src, line) -> int:
-        handle = getattr(src, "handle", None)
-        obj = handle if isinstance(handle, EagerTensor) else src
-        return self.tensor_id(obj, line)
+        obj = handle_or_self(src)
+        return self.tensor_id(src if obj is None else obj, line)
 
     def scope_backward_ops(self, first_op: int, grad_of: dict) -> None:
         """Name backward ops after the forward layer they differentiate, as TF's graphs do.

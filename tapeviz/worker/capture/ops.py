@@ -63,11 +63,56 @@ class OpsAndTapes:
     # -- the op callback -------------------------------------------------------------------
 
     def on_op(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        # Runs once per eager op: every line here is paid thousands of times a second.
+        # Runs once per eager op: every line here is paid thousands of times a second (so
+        # the op is recorded here, not in a method this calls: a call per op is worth saving)
         if graph is not None or self.quiet:
             return None          # graph building inside tf.function, or tapeviz's own work
         try:
-            self._record_op(op_type, inputs, outputs)
+            now = _perf_counter()
+            if op_type.__class__ is bytes:
+                op_type = op_type.decode()
+            function = role = None
+            if op_type.startswith("__"):
+                function, role = function_call(op_type)
+            phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
+            caller = sys._getframe(1)         # the frame that ran the op
+            frame, self.here = nearest_user_frame(caller, self.files)
+            if frame is None:
+                line = None
+            elif frame.f_code is self.last_code and frame.f_lasti == self.last_lasti:
+                line = self.last_line             # the same call as the last op's (a layer's ops)
+            else:
+                line = self.line_of(frame)
+            tid = self.tid
+            in_ids = list(map(tid.get, map(_TF_ID, inputs)))
+            if None in in_ids:
+                if self.is_op_wrapper(caller.f_code):
+                    self.fast_path_reads(caller, inputs, line)
+                tensor_id = self.tensor_id        # (fast_path_reads may have named some of them)
+                in_ids = [tensor_id(t, line) if rid is None else rid
+                          for rid, t in zip(in_ids, inputs)]
+            op_id = self.next_op
+            self.next_op = op_id + 1
+            if frame is not None and self.scanned.get(id(frame)) != line:
+                self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
+                self.scan_names(frame)
+            # An op's outputs are new tensors (tensor_id's lookup would only miss)
+            out_ids = self.new_tensors(outputs, line, op_id)
+            tapes = self.which_tapes(inputs, outputs, role == "forward") if self.active else []
+            scope = self.eager_thread.scope_name
+            if scope:
+                scope = scope.rstrip("/") or None
+            if op_type == "ReadVariableOp" and in_ids:
+                self.describe_variable(in_ids[0], outputs[0], inputs[0])
+            # The duration stays in seconds here; finish rounds it to microseconds for kept ops.
+            # (append_op, inlined: a method call per op is worth saving here.)
+            ops = self.ops
+            ops.append(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None, tapes,
+                          phase, now - self.last_time, function,
+                          self.grad_call if phase == BACKWARD else None, self.here))
+            if len(ops) > self.max_ops:
+                self.drop_oldest_op()
+            self.last_time = _perf_counter()
         except Exception as e:   # TF would raise it from the program's op: a warning instead
             self.fault(f"could not record a {_text(op_type)} op", e, self._fault_line())
         return None
@@ -79,54 +124,6 @@ class OpsAndTapes:
             return frame.f_lineno if frame is not None else None
         except Exception:
             return None
-
-    def _record_op(self, op_type, inputs, outputs) -> None:
-        now = _perf_counter()
-        if op_type.__class__ is bytes:
-            op_type = op_type.decode()
-        function = role = None
-        if op_type.startswith("__"):
-            function, role = function_call(op_type)
-        phase = self.op_phase = BACKWARD if self.grad_depth or role == "backward" else FORWARD
-        caller = sys._getframe(2)             # the frame that ran the op (on_op is frame 1)
-        frame, self.here = nearest_user_frame(caller, self.files)
-        if frame is None:
-            line = None
-        elif frame.f_code is self.last_code and frame.f_lasti == self.last_lasti:
-            line = self.last_line             # the same call as the last op's (a layer's ops)
-        else:
-            line = self.line_of(frame)
-        tid = self.tid
-        in_ids = list(map(tid.get, map(_TF_ID, inputs)))
-        if None in in_ids:
-            if self.is_op_wrapper(caller.f_code):
-                self.fast_path_reads(caller, inputs, line)
-            tensor_id = self.tensor_id        # (fast_path_reads may have named some of them)
-            in_ids = [tensor_id(t, line) if rid is None else rid
-                      for rid, t in zip(in_ids, inputs)]
-        op_id = self.next_op
-        self.next_op = op_id + 1
-        if frame is not None and self.scanned.get(id(frame)) != line:
-            self.scanned[id(frame)] = line     # a new statement: earlier ones have bound names
-            self.scan_names(frame)
-        # An op's outputs are new tensors (tensor_id's lookup would only miss)
-        new_tensor = self.new_tensor
-        out_ids = [new_tensor(t, line, op_id) for t in outputs]
-        tapes = self.which_tapes(inputs, outputs, role == "forward") if self.active else []
-        scope = self.eager_thread.scope_name
-        if scope:
-            scope = scope.rstrip("/") or None
-        if op_type == "ReadVariableOp" and in_ids:
-            self.describe_variable(in_ids[0], outputs[0], inputs[0])
-        # The duration stays in seconds here; finish rounds it to microseconds for kept ops.
-        # (append_op, inlined: a method call per op is worth saving here.)
-        ops = self.ops
-        ops.append(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None, tapes,
-                      phase, now - self.last_time, function,
-                      self.grad_call if phase == BACKWARD else None, self.here))
-        if len(ops) > self.max_ops:
-            self.drop_oldest_op()
-        self.last_time = _perf_counter()
 
     def line_of(self, frame) -> int:
         """frame.f_lineno, cached per instruction: f_lineno scans the code's line table from

@@ -53,6 +53,19 @@ TRAINABLE_ENUMS = {d.as_datatype_enum for d in (
     tf.resource, tf.variant)}
 
 
+def handle_or_self(x):
+    """The EagerTensor TensorFlow's tape knows `x` by: a variable's resource handle, else `x`
+    itself when it is an EagerTensor, else None. A tensor is asked first: getattr(t,
+    "handle", None) on one goes through Tensor.__getattr__ and two AttributeErrors, about
+    a microsecond each time, and a gradient call asks this of every source and flow tensor."""
+    if x.__class__ is EagerTensor:
+        return x
+    handle = getattr(x, "handle", None)
+    if isinstance(handle, EagerTensor):
+        return handle
+    return x if isinstance(x, EagerTensor) else None
+
+
 def _record(rid: int, t, producer: Optional[int], line: Optional[int],
             file: Optional[str]) -> Tensor:
     """A tensor's record as first seen: shape, dtype, where; described later."""
@@ -123,31 +136,40 @@ class TensorsAndNames:
         return rid if rid is not None else self.new_tensor(t, line, producer)
 
     def new_tensor(self, t, line: Optional[int], producer: Optional[int] = None) -> int:
-        """Give a tensor seen for the first time its recording id. Runs for most outputs of
-        every op, so the common case, a small numeric tensor, makes no record yet: it is
-        held with what its record needs (see `record`) until the bounds decide."""
-        rid = self.next_tensor
-        self.next_tensor = rid + 1
-        tf_id = t._id
-        self.tid[tf_id] = rid
-        enum = t._datatype_enum()          # not .dtype, a Python property: this runs per tensor
-        itemsize = _NUMERIC_ITEMSIZE.get(enum)
-        if itemsize is not None:
-            size = t._num_elements()
-            if size <= BIG:
-                nbytes = size * itemsize
-                self.lazy[rid] = (t, self.op_phase, nbytes, producer, line, self.here)
-                self.lazy_bytes += nbytes
-                if self.lazy_bytes > LAZY_BUDGET:
-                    self.settle_oldest()
-                return rid
-        if enum == RESOURCE:
-            self.tensors[rid] = Tensor(rid, self.handle_names.get(tf_id), [], "resource",
-                                       VARIABLE, producer=producer, line=line, file=self.here)
-            return rid
-        rec = self.tensors[rid] = _record(rid, t, producer, line, self.here)
-        self.describe(rec, t)
-        return rid
+        """Give a tensor seen for the first time its recording id (see new_tensors)."""
+        return self.new_tensors((t,), line, producer)[0]
+
+    def new_tensors(self, ts, line: Optional[int], producer: Optional[int] = None) -> list:
+        """Give tensors seen for the first time their recording ids. Runs for the outputs of
+        every op (one call per op, not per tensor: a call is worth saving there), so the
+        common case, a small numeric tensor, makes no record yet: it is held with what its
+        record needs (see `record`) until the bounds decide."""
+        tid, lazy, phase, here = self.tid, self.lazy, self.op_phase, self.here
+        rids = []
+        for t in ts:
+            rid = self.next_tensor
+            self.next_tensor = rid + 1
+            rids.append(rid)
+            tf_id = t._id
+            tid[tf_id] = rid
+            enum = t._datatype_enum()      # not .dtype, a Python property: this runs per tensor
+            itemsize = _NUMERIC_ITEMSIZE.get(enum)
+            if itemsize is not None:
+                size = t._num_elements()
+                if size <= BIG:
+                    nbytes = size * itemsize
+                    lazy[rid] = (t, phase, nbytes, producer, line, here)
+                    self.lazy_bytes += nbytes
+                    if self.lazy_bytes > LAZY_BUDGET:
+                        self.settle_oldest()
+                    continue
+            if enum == RESOURCE:
+                self.tensors[rid] = Tensor(rid, self.handle_names.get(tf_id), [], "resource",
+                                           VARIABLE, producer=producer, line=line, file=here)
+                continue
+            rec = self.tensors[rid] = _record(rid, t, producer, line, here)
+            self.describe(rec, t)
+        return rids
 
     def record(self, rid: Optional[int]) -> Optional[Tensor]:
         """The Tensor record of `rid`, made now for a held tensor that has none yet."""
