@@ -42,7 +42,8 @@ def timed(self, op_type, *args, **kwargs):
         took = time.perf_counter() - start
         spent[0] += took
         spent[1] += 1
-        kind = by_type.setdefault((where, op_type), [0.0, 0])
+        name = op_type.decode() if isinstance(op_type, bytes) else op_type
+        kind = by_type.setdefault((where, name), [0.0, 0])   # TF passes bytes or str
         kind[0] += took
         kind[1] += 1
 
@@ -61,8 +62,7 @@ rec = recorder.record(open(sys.argv[1]).read(), filename=sys.argv[1], timeout=No
 assert rec.error is None, rec.error
 loop = [l for l in rec.stdout.splitlines() if l.startswith("LOOP_SECONDS")][0].split()[1]
 print("CALLBACK", spent[0] / spent[1] * 1e6, spent[1], loop, stats_cpu[0])
-for (where, op_type), (took, calls) in by_type.items():
-    name = op_type.decode() if isinstance(op_type, bytes) else op_type
+for (where, name), (took, calls) in by_type.items():
     print("TYPE", where.replace(" ", "_"), name, took, calls)
 """
 
