@@ -25,7 +25,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_record_cli import LOOPS  # noqa: E402
 
-RUNNER = """
+# TensorFlow's own GradientTape.gradient, timed per call: the instrumented tape calls it
+# through super(), so the same timer serves the plain run and the recorded one.
+GRADIENT_TIMER = """
+import time
+from tensorflow.python.eager import backprop
+tf_gradient, in_gradient = backprop.GradientTape.gradient, [0.0, 0]
+
+def timed_gradient(self, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return tf_gradient(self, *args, **kwargs)
+    finally:
+        in_gradient[0] += time.perf_counter() - start
+        in_gradient[1] += 1
+
+backprop.GradientTape.gradient = timed_gradient
+"""
+
+PLAIN = GRADIENT_TIMER + """
+import sys
+exec(compile(open(sys.argv[1]).read(), sys.argv[1], "exec"), {"__name__": "__main__"})
+print("GRADIENT", in_gradient[0] / max(1, in_gradient[1]) * 1e6)
+"""
+
+RUNNER = GRADIENT_TIMER + """
 import sys, time
 from tapeviz.worker import recorder
 from tapeviz.worker.capture import deferred, ops
@@ -62,9 +86,14 @@ rec = recorder.record(open(sys.argv[1]).read(), filename=sys.argv[1], timeout=No
 assert rec.error is None, rec.error
 loop = [l for l in rec.stdout.splitlines() if l.startswith("LOOP_SECONDS")][0].split()[1]
 print("CALLBACK", spent[0] / spent[1] * 1e6, spent[1], loop, stats_cpu[0])
+print("GRADIENT", in_gradient[0] / max(1, in_gradient[1]) * 1e6)
 for (where, name), (took, calls) in by_type.items():
     print("TYPE", where.replace(" ", "_"), name, took, calls)
 """
+
+
+def _gradient_us(out: str) -> float:
+    return float([l for l in out.splitlines() if l.startswith("GRADIENT")][0].split()[1])
 
 
 def main() -> None:
@@ -75,7 +104,7 @@ def main() -> None:
     parser.add_argument("--by-type", type=int, default=0, metavar="N")
     args = parser.parse_args()
     source, warmup, steps = LOOPS[args.loop]
-    per_op, stats_share = [], []
+    per_op, stats_share, gradient_us = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / "loop.py"
         program.write_text(source.replace("WARMUP", str(warmup))
@@ -90,12 +119,20 @@ def main() -> None:
             stats_share.append(stats / loop)
             kinds = [(row[1].replace("_", " "), row[2], float(row[3]), int(row[4]))
                      for row in map(str.split, out.splitlines()) if row[0] == "TYPE"]
+            gradient = _gradient_us(out)
+            plain = _gradient_us(subprocess.run(
+                [sys.executable, "-c", PLAIN, str(program)], cwd=ROOT, capture_output=True,
+                text=True, check=True).stdout)
+            gradient_us.append((gradient, plain))
             print(f"  run {i + 1}: {us:5.1f} us per op over {calls} ops (loop {loop:.2f} s); "
                   f"stats thread {stats:.2f} s CPU")
     print(f"op callback, own time per op: median {statistics.median(per_op):.1f} us "
           f"[{min(per_op):.1f}-{max(per_op):.1f}]")
     print(f"stats thread CPU, share of the loop's time: median "
           f"{statistics.median(stats_share):.1%} [{min(stats_share):.1%}-{max(stats_share):.1%}]")
+    recorded, plain = (statistics.median(g[i] for g in gradient_us) for i in (0, 1))
+    print(f"TensorFlow's own gradient() per call, backward ops' callbacks included: median "
+          f"{recorded:.0f} us recorded, {plain:.0f} us in a plain run of the loop after it")
     if args.by_type:
         total = sum(took for _, _, took, _ in kinds)
         steps_run = (args.steps or steps) + warmup
