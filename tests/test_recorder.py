@@ -139,6 +139,32 @@ def test_linear_gradient_equals_plain_tape_gradient(persistent):
         same(ns["dz_dx_again"], plain["dz_dw"])
 
 
+@pytest.mark.parametrize("sources", [
+    "[w, b]", "(w, b)", "[w]", "w", "x", "[x, w]", "{'w': w, 'b': b}", "[w, [b, x]]",
+    "[[w, b]]", "[{'w': w}]", "(w, (b,))"])
+def test_gradient_results_keep_the_structure_of_the_sources(sources):
+    # tapeviz asks TensorFlow with one flat list and packs the results back itself; what
+    # the program gets must be what plain TensorFlow returns, structure and values alike
+    program = src(f"""
+        import tensorflow as tf
+        w = tf.Variable([2.0, 3.0])
+        b = tf.Variable(1.0)
+        x = tf.constant([4.0, 5.0])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(w * x * x + b)
+        grads = tape.gradient(y, {sources})
+        """)
+    plain, _ = run_plain(program)
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    shape = tf.nest.map_structure(lambda t: type(t).__name__, plain["grads"])
+    assert tf.nest.map_structure(lambda t: type(t).__name__, ns["grads"]) == shape
+    assert type(ns["grads"]) is type(plain["grads"])
+    for got, want in zip(tf.nest.flatten(ns["grads"]), tf.nest.flatten(plain["grads"])):
+        same(got, want)
+
+
 def test_flow_norms_equal_gradients_of_the_intermediates():
     program = LINEAR.replace("PERSISTENT", "False")
     rec, _ = run_recorded(program)
