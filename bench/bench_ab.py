@@ -133,7 +133,7 @@ def main() -> None:
         deferred = now["session"].deferred      # the last turn's stats jobs end first
         while not deferred.idle():
             time.sleep(0.01)
-        window = now["session"].window_of_ab
+        window = now["window"]
         variant = now["variant"] = names[block % len(names)]
         window._switch(variant != "plain")      # plain: no op callback at all
 
@@ -141,7 +141,7 @@ def main() -> None:
 
     def window_init(self, session, tapes):
         full_window_init(self, session, tapes)
-        session.window_of_ab = self
+        now["window"] = self
 
     recorder.TapeWindow.__init__ = window_init
     recorder.make_tape_class = tape_class

@@ -207,11 +207,12 @@ def make_tape_class(session: Session):
         def _begin_call(self, kind, target, sources, frame) -> GradientCall:
             state = session.state_of(self)
             line = frame.f_lineno if frame else None
-            call = GradientCall(line, kind,
-                                [session.source_id(t, line) for t in nest.flatten(target)
-                                 if _is_tensorlike(t)],
-                                [session.source_id(s, line) for s in nest.flatten(sources)
-                                 if _is_tensorlike(s)], file=session.here)
+
+            def ids(structure) -> list:   # of its tensors and variables; the rest is skipped
+                return [session.tensor_id(obj, line)
+                        for obj in map(handle_or_self, nest.flatten(structure)) if obj is not None]
+
+            call = GradientCall(line, kind, ids(target), ids(sources), file=session.here)
             if self._recording and self._persistent:
                 call.warning = explain.PERSISTENT_INSIDE_HINT
                 session.warnings.append({"line": line, "message": explain.PERSISTENT_INSIDE_HINT})
@@ -281,10 +282,6 @@ def _pack(sources, flat_sources: list, flat_grads: list):
             map(operator.is_, sources, flat_sources)):
         return sources.__class__(flat_grads)
     return nest.pack_sequence_as(sources, flat_grads)
-
-
-def _is_tensorlike(x) -> bool:
-    return handle_or_self(x) is not None
 
 
 # -- the view of `tensorflow` that user code imports ----------------------------------------------

@@ -18,7 +18,7 @@ from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
 from ..frames import nearest_user_frame
-from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor
+from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
 _FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
 _NEVER_VARIABLES = frozenset({float, int, bool, type(None), EagerTensor})
@@ -378,15 +378,15 @@ class OpsAndTapes:
             return
         line = frame.f_lineno if frame else None
         for t in nest.flatten(tensors):
-            handle = getattr(t, "handle", None)
-            obj = handle if isinstance(handle, EagerTensor) else t
-            if not isinstance(obj, EagerTensor):
+            obj = handle_or_self(t)
+            if obj is None:
                 continue
+            variable = obj is not t             # watched by its resource handle
             rid = self.tensor_id(obj, line)
-            if handle is not None:
+            if variable:
                 self.read_variable(rid, t, obj)
             state.ids.add(obj._id)
-            state.held[obj._id] = t if handle is not None else obj
+            state.held[obj._id] = t if variable else obj
             if rid not in state.rec.watched:
                 state.rec.watched.append(rid)
         self.scan_names(frame)
