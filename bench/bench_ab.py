@@ -10,6 +10,9 @@ median block time against the first variant's. Variants:
   walk      only the walk out to the user's frame and its line
   lean      the user's line, the TF ids of inputs and outputs, the scope, one tuple kept in
             a bounded deque: the floor of a callback that builds records later
+  leantapes lean, and each op put on the tapes as the full recorder does, so the tapes and
+            the gradient flow cost what they cost in full: the floor of a callback that
+            builds records later but keeps every promise of the recording
   full      the recorder as it is
   nostats   full, but no tensor is described (no held tensors, no stats jobs)
   notapes   full, but no op is put on a tape
@@ -17,14 +20,18 @@ median block time against the first variant's. Variants:
             gradients, no norms of them)
 
 What lives in the process (records, held tensors) is shared by all variants, so costs
-that come from the recording's size show in none of them: compare fresh processes
-(bench_record_cli.py) for those.
+that come from the recording's size show in none of them. `--fresh PAIRS` measures those:
+each variant then runs the whole loop alone, in a fresh process of its own, beside a fresh
+plain run of the same program (no tapeviz at all), and prints each variant's ratio to the
+plain run of its round, the median over the rounds and their spread.
 
     python bench/bench_ab.py [--loop cnn|small] [--variants noop,lean,full] [--blocks 60]
-                             [--block-steps 4]
+                             [--block-steps 4] [--fresh PAIRS]
 """
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections import deque
@@ -65,7 +72,66 @@ def main() -> None:
     parser.add_argument("--variants", default="noop,lean,full")
     parser.add_argument("--blocks", type=int, default=60)
     parser.add_argument("--block-steps", type=int, default=4)
+    parser.add_argument("--fresh", type=int, metavar="PAIRS",
+                        help="each variant alone in fresh processes, against plain runs")
+    parser.add_argument("--alone", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.fresh:
+        fresh(args)
+    elif args.alone and args.variants == "plain":
+        alone_plain(args)
+    else:
+        by_turns(args)
+
+
+def program_text(args) -> str:
+    return (blocks(args.loop).replace("BLOCKS", str(args.blocks))
+            .replace("BLOCK_STEPS", str(args.block_steps)))
+
+
+def fresh(args) -> None:
+    """Each variant alone, in a process of its own, as `--alone` runs it; each round runs
+    the plain program first and the variants after it in turn, in fresh processes."""
+    names = [n for n in args.variants.split(",") if n != "plain"]
+    steps = args.blocks * args.block_steps
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+
+    def run(variant: str) -> float:
+        out = subprocess.run([sys.executable, __file__, "--alone", "--loop", args.loop,
+                              "--variants", variant, "--blocks", "1",
+                              "--block-steps", str(steps)],
+                             env=env, capture_output=True, text=True, check=True).stdout
+        return float(out.split("LOOP_SECONDS")[1].split()[0])
+
+    ratios = {name: [] for name in names}
+    print(f"{args.loop}: {steps} steps, each variant alone in a fresh process, against a "
+          "fresh plain run (no tapeviz) in the same round:")
+    for i in range(args.fresh):
+        base = run("plain")
+        line = [f"  round {i + 1}: plain {base:6.2f} s"]
+        for name in names:
+            seconds = run(name)
+            ratios[name].append(seconds / base)
+            line.append(f"{name} {seconds / base:.2f}x")
+        print(", ".join(line), flush=True)
+    for name in names:
+        r = ratios[name]
+        print(f"  {name:9s} median {statistics.median(r):.2f}x [{min(r):.2f}-{max(r):.2f}]")
+
+
+def alone_plain(args) -> None:
+    """The same program, with TensorFlow's own tape and no tapeviz in the process."""
+    seconds = []
+
+    def take_turn(block, elapsed=None):
+        if elapsed is not None:
+            seconds.append(elapsed)
+    sys._tapeviz_ab_turn = take_turn
+    exec(compile(program_text(args), "ab_loop.py", "exec"), {"__name__": "__main__"})
+    print("LOOP_SECONDS", sum(seconds))
+
+
+def by_turns(args) -> None:
     names = args.variants.split(",")
 
     from tapeviz.worker import recorder
@@ -98,6 +164,16 @@ def main() -> None:
                      self.eager_thread.scope_name))
         return None
 
+    def lean_tapes(self, op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        if graph is not None or self.quiet:
+            return None
+        lean(self, op_type, inputs, attrs, outputs, op_name, graph)
+        self.next_op += 1            # which_tapes lists the op being recorded as next_op - 1
+        if self.active:
+            name = op_type.decode() if op_type.__class__ is bytes else op_type
+            self.which_tapes(inputs, outputs, ops.function_call(name)[1] == "forward")
+        return None
+
     def on_op(self, *a, **k):
         variant = now["variant"]
         if variant == "noop":
@@ -110,6 +186,8 @@ def main() -> None:
             return None
         if variant == "lean":
             return lean(self, *a, **k)
+        if variant == "leantapes":
+            return lean_tapes(self, *a, **k)
         return full_on_op(self, *a, **k)
 
     def describe(self, rec, t):
@@ -131,7 +209,7 @@ def main() -> None:
             times[now["variant"]].append(seconds)
             return
         deferred = now["session"].deferred      # the last turn's stats jobs end first
-        while not deferred.idle():
+        while not args.alone and not deferred.idle():
             time.sleep(0.01)
         window = now["window"]
         variant = now["variant"] = names[block % len(names)]
@@ -151,17 +229,18 @@ def main() -> None:
     tensors.TensorsAndNames.describe = describe
     session_mod.Session.__init__ = init
     sys._tapeviz_ab_turn = take_turn
-    program = (blocks(args.loop).replace("BLOCKS", str(args.blocks))
-               .replace("BLOCK_STEPS", str(args.block_steps)))
-    rec = recorder.record(program, filename="ab_loop.py", timeout=None)
+    rec = recorder.record(program_text(args), filename="ab_loop.py", timeout=None)
     if rec.error is not None:
         raise SystemExit(f"the recorded loop failed: {rec.error}")
+    if args.alone:
+        print("LOOP_SECONDS", sum(times[names[0]]))
+        return
     base = statistics.median(times[names[0]])
     print(f"median time of a {args.block_steps}-step block, {args.blocks // len(names)} blocks "
           f"each, against {names[0]}:")
     for name in names:
         median = statistics.median(times[name])
-        print(f"  {name:8s} {median * 1000:7.1f} ms  {median / base:5.2f}x  "
+        print(f"  {name:9s} {median * 1000:7.1f} ms  {median / base:5.2f}x  "
               f"[{min(times[name]) / base:.2f}-{max(times[name]) / base:.2f}]")
 
 
