@@ -20,13 +20,13 @@ median block time against the first variant's. Variants:
             gradients, no norms of them)
 
 What lives in the process (records, held tensors) is shared by all variants, so costs
-that come from the recording's size show in none of them. `--fresh PAIRS` measures those:
-each variant then runs the whole loop alone, in a fresh process of its own, beside a fresh
-plain run of the same program (no tapeviz at all), and prints each variant's ratio to the
+that come from the recording's size show in none of them. `--fresh ROUNDS` measures those:
+each round runs the program plainly (no tapeviz at all) and then each variant alone through
+the whole loop, each in a fresh process of its own, and prints each variant's ratio to the
 plain run of its round, the median over the rounds and their spread.
 
     python bench/bench_ab.py [--loop cnn|small] [--variants noop,lean,full] [--blocks 60]
-                             [--block-steps 4] [--fresh PAIRS]
+                             [--block-steps 4] [--fresh ROUNDS]
 """
 import argparse
 import os
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--variants", default="noop,lean,full")
     parser.add_argument("--blocks", type=int, default=60)
     parser.add_argument("--block-steps", type=int, default=4)
-    parser.add_argument("--fresh", type=int, metavar="PAIRS",
+    parser.add_argument("--fresh", type=int, metavar="ROUNDS",
                         help="each variant alone in fresh processes, against plain runs")
     parser.add_argument("--alone", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
