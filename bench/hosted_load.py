@@ -1,7 +1,7 @@
 """Load test of hosted mode (a benchmark, not a test): N concurrent runs of the mnist_step
 example and M training jobs through one Runner, as a class would hit the hosted app.
 
-    TAPEVIZ_MODE=hosted python bench/bench_load.py [--runs 30] [--trainings 5] [--link]
+    TAPEVIZ_MODE=hosted python bench/hosted_load.py [--runs 30] [--trainings 5] [--link]
 
 --link: the runs are pages opening one example's link at once, which share one run the way
 the page sends them (tapeviz/page/link_runs.py); without it, 30 different programs.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import threading
 import time

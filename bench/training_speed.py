@@ -7,7 +7,10 @@ target >= 95%); the guide model's loss over 3 epochs; and steps/s of training.ru
 warm-up steps, best of N), and step by step interleaved, which the noise of a shared
 machine touches least.
 
-    python bench/bench_training.py [--data DIR] [--repeats 3]
+    python bench/training_speed.py [--data DIR] [--repeats 3] [--limit DIGITS]
+
+The digits come from --data, else the training page's chain (TAPEVIZ_MNIST_DIR, Keras's
+cache, Keras's download, scikit-learn's digits); --limit uses fewer, for a quick check.
 """
 import argparse
 import json
@@ -23,12 +26,12 @@ from tapeviz.worker import training  # noqa: E402  (imports TensorFlow)
 
 import tensorflow as tf  # noqa: E402
 
-SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
+LIMIT = None    # digits used in all (train + held-out); None: every one the source has
 
 
 def run(config) -> list:
     records = []
-    training.run({"download": False, **config}, records.append)
+    training.run({"download": False, "limit": LIMIT, **config}, records.append)
     return records
 
 
@@ -69,7 +72,7 @@ def metrics_steps_per_s(config) -> float:
         if record["type"] == "step":
             times.append(time.perf_counter())
 
-    training.run({"download": False, **config}, emit)
+    training.run({"download": False, "limit": LIMIT, **config}, emit)
     return steady_steps_per_s(times)
 
 
@@ -78,7 +81,7 @@ def bare_setup(config):
     step written out here rather than imported, since it is the reference being compared to."""
     tf.keras.utils.set_random_seed(config["seed"])
     digits = data.load_mnist(config["data_dir"])
-    x_train, y_train, _, _ = data.split(digits)
+    x_train, y_train, _, _ = data.split(digits, limit=LIMIT)
     model = training.build_model(config["model"], x_train.shape[1:])
     loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = tf.keras.optimizers.Adam(learning_rate=1e-3)
@@ -145,9 +148,12 @@ def throughput(data_dir, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(SHARED_MNIST), help="MNIST directory (default: %(default)s)")
+    parser.add_argument("--data", help="MNIST directory (IDX .gz files or mnist.npz)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, help="digits to use in all")
     args = parser.parse_args()
+    global LIMIT
+    LIMIT = args.limit
     print(f"TensorFlow {tf.__version__}, data: {data.load_mnist(args.data).source}")
     accuracy_after_one_epoch(args.data)
     guide_loss_over_epochs(args.data)
