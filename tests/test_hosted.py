@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tapeviz.server import runner, sandbox
+from tapeviz import metrics
+from tapeviz.server import jobs, runner, sandbox
 
 from hosted_util import works
 
@@ -276,18 +277,16 @@ def test_cancelling_an_owner_stops_its_running_and_waiting_jobs():
 
 
 def test_a_training_job_runs_sandboxed_and_is_cancelled_with_its_session(pool):
-    job = pool.start_training({"model": "guide", "epochs": 1, "limit": 300, "eval_every": 0},
-                              owner="carol")
-    deadline = time.monotonic() + 120
-    while not job.done and time.monotonic() < deadline:
-        job.poll()
-        if any(m.get("type") == "step" for m in job.metrics):
-            break
-        time.sleep(0.1)
-    assert job.error is None, job.error
-    assert any(m.get("type") == "step" for m in job.metrics)
+    job = pool.submit(runner.Train({"model": "guide", "epochs": 1, "limit": 300, "eval_every": 0}),
+                      owner="carol")
+    steps = []
+    while not steps:
+        event = job.next_event(120)
+        assert event is not None and not job.done, job.error
+        if isinstance(event, jobs.Metric) and isinstance(event.record, metrics.Step):
+            steps.append(event.record)
     assert pool.cancel("carol") == 1
-    assert job.done and "cancelled" in job.error
+    assert job.wait(30) and "cancelled" in job.error
     works(pool)
 
 
