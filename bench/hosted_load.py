@@ -126,11 +126,9 @@ def main() -> int:
 
     def one_training(i):
         t0 = time.monotonic()
-        job = pool.start_training({"model": "guide", "epochs": 1, "limit": args.limit},
-                                  on_wait=on_wait, owner=f"trainer-{i}")
-        while not job.done:
-            job.poll()
-            time.sleep(0.2)
+        job = pool.submit(runner.Train({"model": "guide", "epochs": 1, "limit": args.limit}),
+                          owner=f"trainer-{i}")
+        job.wait()
         train_latency[i] = time.monotonic() - t0
         train_results[i] = job
 
@@ -149,8 +147,7 @@ def main() -> int:
               if i not in run_results or run_results[i]["error"] is not None
               or "loss =" not in run_results[i]["stdout"]]
     bad_training = [i for i in range(args.trainings)
-                    if i not in train_results or train_results[i].error is not None
-                    or not any(m.get("type") == "done" for m in train_results[i].metrics)]
+                    if i not in train_results or train_results[i].error is not None]
     runs = list(run_latency.values())
     trains = list(train_latency.values())
     print(f"runs: {len(run_results)}/{args.runs} back, {len(failed)} failed; "

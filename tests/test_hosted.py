@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tapeviz.server import runner, sandbox
+from tapeviz import metrics
+from tapeviz.server import jobs, runner, sandbox
 
 from hosted_util import works
 
@@ -216,6 +217,41 @@ def test_malformed_and_binary_input_is_a_clear_error(pool):
     works(pool)
 
 
+# A program that finds the worker's channel up its own stack, says it stopped in time, and
+# switches its alarm off: only the server's own deadline can end it.
+FORGES_STOPPED = """
+import signal, sys, time
+frame = sys._getframe()
+while "channel" not in frame.f_locals:
+    frame = frame.f_back
+frame.f_locals["channel"].send({"type": "stopped"})
+signal.setitimer(signal.ITIMER_REAL, 0)
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_a_forged_stopped_does_not_move_the_deadline(pool):
+    spec = runner.Record(FORGES_STOPPED)
+    job = pool.submit(spec, owner="forger")
+    phases, running_at = [], None
+    while not job.done:
+        event = job.next_event(300)
+        assert event is not None
+        if isinstance(event, jobs.Phase):
+            phases.append(event.name)
+            running_at = running_at or (time.monotonic() if event.name == "running" else None)
+    ran_for = time.monotonic() - running_at
+    assert "finishing" in phases              # the forged message reached the server
+    assert job.result["error"]["type"] == "Timeout", job.result["error"]
+    # the limit plus the finishing allowance, fixed at the start (the kill takes a moment);
+    # before, "stopped" gave it FINISH_S (120 s) more
+    assert pool.deadline_s(spec) < runner.FINISH_S
+    assert ran_for < pool.deadline_s(spec) + 10, ran_for
+    works(pool)
+
+
 # -- queue, cancelling, training -------------------------------------------------------------
 
 def test_extra_runs_wait_in_line_and_none_is_lost():
@@ -276,18 +312,16 @@ def test_cancelling_an_owner_stops_its_running_and_waiting_jobs():
 
 
 def test_a_training_job_runs_sandboxed_and_is_cancelled_with_its_session(pool):
-    job = pool.start_training({"model": "guide", "epochs": 1, "limit": 300, "eval_every": 0},
-                              owner="carol")
-    deadline = time.monotonic() + 120
-    while not job.done and time.monotonic() < deadline:
-        job.poll()
-        if any(m.get("type") == "step" for m in job.metrics):
-            break
-        time.sleep(0.1)
-    assert job.error is None, job.error
-    assert any(m.get("type") == "step" for m in job.metrics)
+    job = pool.submit(runner.Train({"model": "guide", "epochs": 1, "limit": 300, "eval_every": 0}),
+                      owner="carol")
+    steps = []
+    while not steps:
+        event = job.next_event(120)
+        assert event is not None and not job.done, job.error
+        if isinstance(event, jobs.Metric) and isinstance(event.record, metrics.Step):
+            steps.append(event.record)
     assert pool.cancel("carol") == 1
-    assert job.done and "cancelled" in job.error
+    assert job.wait(30) and "cancelled" in job.error
     works(pool)
 
 

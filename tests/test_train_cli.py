@@ -1,10 +1,12 @@
 """`python -m tapeviz train`, called through argparse in-process."""
 import argparse
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from tapeviz import metrics
 from tapeviz.worker import train_cli
 
 SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
@@ -27,6 +29,8 @@ def test_train_prints_epochs_and_writes_jsonl(tmp_path, capsys):
     assert "epoch 1/2: loss" in printed and "epoch 2/2: loss" in printed and "held-out accuracy" in printed
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records[0]["type"] == "start" and records[-1]["type"] == "done"
+    assert records[0]["schema"] == metrics.SCHEMA
+    assert all(metrics.from_json(r).type == r["type"] for r in records)   # every line is the contract's
     assert sum(r["type"] == "step" for r in records) == 2 * 15  # 480 train digits in batches of 32
 
 
@@ -41,7 +45,19 @@ def test_bad_usage_exits_2(argv, complaint, capsys):
     assert complaint in capsys.readouterr().err
 
 
-def test_nan_values_become_null_in_strict_json():
-    record = {"loss": float("nan"), "grad_norms": {"a": float("inf"), "b": 1.0}, "images": [[1, 2]]}
-    assert json.dumps(train_cli.plain(record), allow_nan=False) == \
-        '{"loss": null, "grad_norms": {"a": null, "b": 1.0}, "images": [[1, 2]]}'
+def test_non_finite_numbers_are_written_as_the_recording_writes_them():
+    """One convention for both streams: strict JSON, "nan"/"inf" strings, read back as floats."""
+    from tapeviz import metrics, recording
+
+    step = metrics.Step(step=3, epoch=1, loss=float("nan"), grad_norms={"a": float("inf"), "b": 1.0},
+                        steps_per_s=2.0, elapsed_s=1.5, total_steps=10)
+    text = json.dumps(metrics.to_json(step), allow_nan=False)
+    assert json.loads(text)["loss"] == recording.encode_float(float("nan")) == "nan"
+    assert json.loads(text)["grad_norms"] == {"a": "inf", "b": 1.0}
+    back = metrics.from_json(json.loads(text))
+    assert isinstance(back, metrics.Step) and math.isnan(back.loss)
+    assert back.grad_norms["a"] == float("inf") and back.step == 3
+    with pytest.raises(metrics.MetricsError):
+        metrics.from_json({"type": "step", "step": "three"})
+    with pytest.raises(metrics.MetricsError):
+        metrics.from_json({"type": "nonsense"})

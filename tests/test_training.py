@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tapeviz import metrics
 from tapeviz.worker import training
 
 SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
@@ -26,8 +27,17 @@ def mnist_dir():
 
 def train(config, commands=None):
     records = []
-    training.run({"download": False, **config}, records.append, commands)
+    training.run({"download": False, **config}, collect(records), commands)
     return records
+
+
+def collect(records):
+    """An emit that keeps each typed record as the page does (metrics.as_dict), after a trip
+    through the contract's strict JSON form, as the worker's channel sends it."""
+    def emit(record):
+        sent = json.loads(json.dumps(metrics.to_json(record), allow_nan=False))
+        records.append(metrics.as_dict(metrics.from_json(sent)))
+    return emit
 
 
 def of_type(records, kind):
@@ -101,11 +111,13 @@ def test_pause_blocks_until_resume_then_stop_keeps_history(mnist_dir):
     commands = RecordingCommands()
     records = []
 
+    keep = collect(records)
+
     def emit(record):
-        records.append(record)
-        if record["type"] == "step" and record["step"] == 3:
+        keep(record)
+        if isinstance(record, metrics.Step) and record.step == 3:
             commands.queue.put("pause")
-        if record["type"] == "step" and record["step"] == 8:
+        if isinstance(record, metrics.Step) and record.step == 8:
             commands.queue.put("stop")
 
     def resume_when_paused():
@@ -144,6 +156,7 @@ def test_nan_loss_warns_and_ends_the_run(mnist_dir):
     warnings = of_type(records, "warning")
     assert any(w["kind"] == "nan" and w["layer"] is None for w in warnings)
     assert records[-1]["reason"] == "nan" and records[-1]["step"] < 25
+    assert math.isnan(of_type(records, "step")[-1]["loss"])     # NaN survives the JSON trip
 
 
 def test_gradient_watch_flags_collapse_and_explosion_once():
@@ -152,7 +165,7 @@ def test_gradient_watch_flags_collapse_and_explosion_once():
         assert watch.check(step, 2.3, {"m/dense/kernel": 1.0, "m/conv/kernel": 1.0}) == []
     assert watch.check(11, 2.0, {"m/dense/kernel": 0.5, "m/conv/kernel": 2.0}) == []
     warnings = watch.check(12, 2.0, {"m/dense/kernel": 1e-5, "m/conv/kernel": 1e4})
-    assert {(w["layer"], w["kind"]) for w in warnings} == {("m/dense", "vanishing"), ("m/conv", "exploding")}
+    assert {(w.layer, w.kind) for w in warnings} == {("m/dense", "vanishing"), ("m/conv", "exploding")}
     assert watch.check(13, 2.0, {"m/dense/kernel": 1e-6, "m/conv/kernel": 1e5}) == []
 
 
@@ -223,7 +236,7 @@ def test_inspect_this_step_records_the_step_the_run_takes(mnist_dir, tmp_path, r
     path = str(tmp_path / "step.npz")
     training.run({"download": False, "model": "guide", "data_dir": mnist_dir, "limit": 400,
                   "batch_size": 16, "eval_every": 0, "learning_rate": rate},
-                 records.append, SnapshotAt(path, 5, records))
+                 collect(records), SnapshotAt(path, 5, records))
     snapshot = of_type(records, "snapshot")[0]
     assert snapshot["step"] == 5 and "error" not in snapshot
     sixth = of_type(records, "step")[5]

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 # Error types the runner gives a recording it cut short: a fault of that run, not of the
 # program, so never shown to anyone but the page that met it.
 CUT_SHORT = frozenset({"Cancelled", "Timeout", "WorkerError", "WorkerCrash", "RunnerError",
-                       "ProtocolError"})
+                       "ProtocolError", "TooManyJobs"})
 SHARING = "sharing"     # the run phase of a page that waits for, or takes, a shared run
 
 

@@ -34,13 +34,15 @@ def link_runs() -> LinkRuns:
 
 
 def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,
-        owner=None, pool: Optional[Runner] = None, session: Optional[str] = None) -> dict:
+        owner=None, pool: Optional[Runner] = None, session: Optional[str] = None,
+        client: Optional[str] = None) -> dict:
     """Record a program in a worker; a recording dict even when the runner itself fails.
 
     A page's run thread (run_job.py) passes `pool` and `session` (the session id), fetched
     in the script thread. The run is owned by `owner` (default: the session), and when the
     session's tab closes the run, running or still queued, is cancelled within about
-    WATCH_S, not left to its time limit."""
+    WATCH_S, not left to its time limit. `client` (a browser's id, from a cookie) gives
+    the run its fair share among that browser's tabs (server/queues.py)."""
     try:
         shared = pool or runner()
         session = session or session_id()
@@ -48,7 +50,7 @@ def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=N
         stop = _cancel_when_closed(shared, session, owner)
         try:
             return shared.record(source, "program.py", on_wait=on_wait, on_phase=on_phase,
-                                 owner=owner)
+                                 owner=owner, client=client)
         finally:
             stop.set()
     except Exception as exc:   # the page must stay up whatever the worker machinery does

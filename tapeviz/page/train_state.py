@@ -16,10 +16,13 @@ import weakref
 from collections import deque
 from typing import Optional
 
+from .. import metrics
+from ..server.jobs import Done, Metric, Phase, Train
+
 WARM_UP_STEPS = 5      # left out of a run's speed: tf.function traces, caches fill
 RECENT_STEPS = 30      # the live steps/s is taken over this many recent steps
 MAX_POINTS = 1500      # per chart trace; longer histories are thinned for drawing only
-POLL_S = 0.2           # the run's own thread reads the worker's records this often
+POLL_S = 0.2           # the run's own thread checks this often that a page still looks
 ABANDONED_S = 120.0    # a training run no page has looked at for this long is ended: a closed
                        # tab (a background tab still redraws at least once a minute)
 KEEP_SNAPSHOTS = 8     # "Inspect this step" folders kept by the server process (the newest)
@@ -63,8 +66,8 @@ class Run:
     """One training run: its config, the job once the runner hands it over (its place in the
     queue meanwhile), and every record it sent, folded by kind.
 
-    Its own thread starts the job and then polls it, so that a finished run gives its
-    training slot back even when no page is looking (a closed tab); the page only reads.
+    Its own thread submits the job and folds its events in as they come, and ends a run no
+    page has looked at for ABANDONED_S (a closed tab); the page only reads.
     """
 
     def __init__(self, runner, config: dict, owner_id: Optional[str] = None):
@@ -86,35 +89,31 @@ class Run:
 
     def _start(self) -> None:
         try:
-            self.job = self._runner.start_training(self.config, on_wait=self._queued,
-                                                   owner=self._owner_id)
+            self.job = self._runner.submit(Train(self.config), owner=self._owner_id)
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
-        self.place = None
-        while self.job is not None and not self.job.done:
-            self.poll()
-            if not self.paused and time.monotonic() - self.seen > ABANDONED_S:
-                _end(self.job)        # nobody is watching: give the worker to someone who is
-            time.sleep(POLL_S)
-        if self.job is not None:
-            self.poll()
-
-    def _queued(self, place: int) -> None:
-        self.place = place
+            return
+        while True:
+            event = self.job.next_event(POLL_S)
+            if event is None:
+                if not self.paused and time.monotonic() - self.seen > ABANDONED_S:
+                    _end(self.job)    # nobody is watching: give the worker to someone who is
+                continue
+            self.take(event)
+            if isinstance(event, Done):
+                return
 
     # -- the stream ----------------------------------------------------------------------
-    def poll(self) -> int:
-        """Fold in whatever arrived since the last poll; returns how many records. Only the
-        run's own thread calls this, so records are folded in the order they came."""
-        job = self.job
-        if job is None:
-            return 0
-        new = job.poll()
-        for record in new:
-            self.fold(record)
-        return len(new)
+    def take(self, event) -> None:
+        """Fold in one event of the job. Only the run's own thread calls this, so records
+        are folded in the order they came."""
+        if isinstance(event, Phase):
+            self.place = event.place if event.name == "queued" else None
+        elif isinstance(event, Metric):
+            self.fold(metrics.as_dict(event.record))
 
     def fold(self, record: dict) -> None:
+        """One training record (tapeviz.metrics, as plain data), into the list of its kind."""
         kind = record.get("type")
         if kind == "step":
             self.steps.append(record)
@@ -138,12 +137,12 @@ class Run:
     # -- commands ------------------------------------------------------------------------
     def pause(self) -> None:
         if self.job is not None and self.status == "running":
-            self.job.command("pause")
+            self.job.pause()
             self.paused = True
 
     def resume(self) -> None:
         if self.job is not None and self.paused:
-            self.job.command("resume")
+            self.job.resume()
             self.paused = False
 
     def snapshot_now(self, timeout: float = 30.0) -> Optional[dict]:
@@ -151,7 +150,7 @@ class Run:
         for its "snapshot" record: the program in it records the step the run takes next.
         None when the run has no live worker or did not answer in time."""
         job = self.job
-        if job is None or job.done or not job.started:
+        if job is None or job.done or not job.sent:
             return None
         folder = snapshot_folder()
         before = self.snapshot
@@ -176,7 +175,9 @@ class Run:
         if self.failed:
             return "failed"
         if job is None:
-            return "queued" if self.place else "starting"
+            return "starting"
+        if self.place is not None and not job.done:
+            return "queued"
         if job.done:
             if self.done is not None:
                 return self.done.get("reason") or "finished"

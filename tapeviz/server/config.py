@@ -41,6 +41,8 @@ class Config:
     sandbox: str = "auto"            # hosted mode: "auto" (bwrap when it works), "bwrap", "none"
     zygote: bool = True              # local mode: fork workers from one TF-imported process
     link_run_s: float = 900.0        # how long pages opening an example's link share its run
+    jobs_per_session: Optional[int] = 4    # queued + running jobs (runs and training) one owner may hold
+    jobs_per_client: Optional[int] = 8     # the same for one browser (all its tabs' sessions)
 
     @property
     def hosted(self) -> bool:
@@ -52,8 +54,10 @@ class Config:
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
         _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits; TAPEVIZ_ZYGOTE=0
         spawns local workers instead of forking them; TAPEVIZ_LINK_RUN_S (0: never) is how
-        long the pages that open one example's link share its recording. In the app, Streamlit secrets named TAPEVIZ_* count
-        too (the environment wins)."""
+        long the pages that open one example's link share its recording;
+        TAPEVIZ_JOBS_PER_SESSION and _JOBS_PER_CLIENT (0: no cap) cap the queued and running
+        jobs of one session and one browser. In the app, Streamlit secrets named TAPEVIZ_*
+        count too (the environment wins)."""
         if env is os.environ:
             env = {**_streamlit_secrets(), **os.environ}
         mode = env.get("TAPEVIZ_MODE", "local").strip().lower() or "local"
@@ -83,7 +87,13 @@ class Config:
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
                    zygote=env.get("TAPEVIZ_ZYGOTE", "1").strip() != "0",
                    link_run_s=float(env.get("TAPEVIZ_LINK_RUN_S", 900)),
+                   jobs_per_session=_cap(env.get("TAPEVIZ_JOBS_PER_SESSION", 4)),
+                   jobs_per_client=_cap(env.get("TAPEVIZ_JOBS_PER_CLIENT", 8)),
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
+
+
+def _cap(value) -> Optional[int]:
+    return int(value) or None
 
 
 def _streamlit_secrets() -> dict:

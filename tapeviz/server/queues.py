@@ -1,78 +1,120 @@
-"""Waiting for a worker: a fair first-come queue that tells each job its place, and the
-handle by which `Runner.cancel(owner)` reaches a queued or running job.
+"""Waiting for a worker, fairly: every live job (queued or running, runs and training runs
+alike) holds a ticket of its owner (a session) and its client (a browser). A ticket's turn
+is how many jobs its owner (or its client, the larger) started since it last had none live;
+a free slot goes to the lowest turn, then the earliest. So the line is round-robin: one
+session's or browser's fourth job never runs before another's first. Each owner and client
+may hold only so many live jobs. No TensorFlow, no Streamlit.
 """
 from __future__ import annotations
 
+import itertools
 import threading
-from typing import TYPE_CHECKING, Optional
+from dataclasses import dataclass
+from typing import Optional
 
-if TYPE_CHECKING:     # annotations only: those modules import this one
-    from .process import Worker
-    from .training_job import TrainingJob
 
+class TooManyJobs(RuntimeError):
+    """An owner or client already holds its cap of queued and running jobs."""
+
+
+@dataclass(frozen=True)
+class Ticket:
+    seq: int                  # arrival order: the tie-break among equal turns
+    owner: object = None      # None: counted for nobody (the command line, a test)
+    client: object = None
+    turn: int = 0
+
+
+class Shares:
+    """The live tickets of every queue, under one lock that the queues wait on."""
+
+    def __init__(self, per_owner: Optional[int] = None, per_client: Optional[int] = None):
+        self.per_owner, self.per_client = per_owner, per_client
+        self.cond = threading.Condition()
+        self.live: list = []
+        self._turns: dict = {}               # (owner|client, id) -> the turn of its next job
+        self._seq = itertools.count()
+
+    def join(self, owner=None, client=None) -> Ticket:
+        """A ticket for a new job; TooManyJobs (saying which cap) when it would pass one."""
+        with self.cond:
+            for key, value, cap, who in (("owner", owner, self.per_owner, "this session"),
+                                         ("client", client, self.per_client, "this browser")):
+                held = sum(1 for t in self.live if value is not None and getattr(t, key) == value)
+                if cap is not None and value is not None and held >= cap:
+                    raise TooManyJobs(
+                        f"{who.capitalize()} already has {held} runs or training runs waiting "
+                        f"or running, the most one may have on this server: wait for one to "
+                        f"end, or cancel one")
+            turn = max(self._turns.get(("owner", owner), 0) if owner is not None else 0,
+                       self._turns.get(("client", client), 0) if client is not None else 0)
+            for key in (("owner", owner), ("client", client)):
+                if key[1] is not None:
+                    self._turns[key] = self._turns.get(key, 0) + 1
+            ticket = Ticket(next(self._seq), owner, client, turn)
+            self.live.append(ticket)
+            return ticket
+
+    def leave(self, ticket: Ticket) -> None:
+        with self.cond:
+            if ticket in self.live:
+                self.live.remove(ticket)
+            for key in ("owner", "client"):       # idle again: its next job starts at turn 0
+                value = getattr(ticket, key)
+                if value is not None and not any(getattr(t, key) == value for t in self.live):
+                    self._turns.pop((key, value), None)
+            self.cond.notify_all()
+
+    def rank(self, ticket: Ticket) -> int:
+        return ticket.turn
+
+    def order(self, tickets) -> list:
+        return sorted(tickets, key=lambda t: (self.rank(t), t.seq))
 
 
 class FairQueue:
-    """`slots` jobs at once; the rest wait first come, first served, and learn their place."""
+    """`slots` jobs at once; the rest wait in the fair order of `shares` and learn their
+    place (which can improve when a job of a busier owner arrives behind them, too)."""
 
-    def __init__(self, slots: int):
+    def __init__(self, slots: int, shares: Optional[Shares] = None):
         self.slots = max(1, int(slots))
+        self.shares = shares or Shares()
         self.busy = 0
         self.tickets: list = []
-        self.cond = threading.Condition()
 
-    def acquire(self, on_wait=None, cancelled: Optional[threading.Event] = None) -> bool:
+    def acquire(self, ticket: Ticket, on_wait=None,
+                cancelled: Optional[threading.Event] = None) -> bool:
         """True with a slot held; False when cancelled while waiting."""
-        with self.cond:
-            if self.busy < self.slots and not self.tickets:
-                self.busy += 1
-                return True
-            ticket = object()
+        cond = self.shares.cond
+        with cond:
             self.tickets.append(ticket)
             told = None
             try:
                 while True:
                     if cancelled is not None and cancelled.is_set():
                         return False
-                    place = self.tickets.index(ticket) + 1
+                    place = self.shares.order(self.tickets).index(ticket) + 1
                     if place == 1 and self.busy < self.slots:
                         self.busy += 1
                         return True
                     if on_wait is not None and place != told:
                         told = place
-                        self.cond.release()      # the callback may draw on a page: not locked
+                        cond.release()      # the callback may draw on a page: not locked
                         try:
                             on_wait(place)
                         finally:
-                            self.cond.acquire()
+                            cond.acquire()
                         continue
-                    self.cond.wait(0.5)
+                    cond.wait(0.5)
             finally:
                 self.tickets.remove(ticket)
-                self.cond.notify_all()
+                cond.notify_all()
 
     def release(self) -> None:
-        with self.cond:
+        with self.shares.cond:
             self.busy -= 1
-            self.cond.notify_all()
+            self.shares.cond.notify_all()
 
     @property
     def waiting(self) -> int:
         return len(self.tickets)
-
-
-class Job:
-    """What `Runner.cancel` needs to reach one run or training job of an owner."""
-
-    def __init__(self, owner):
-        self.owner = owner
-        self.cancelled = threading.Event()
-        self.worker: Optional[Worker] = None
-        self.training: Optional[TrainingJob] = None
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-        if self.training is not None:
-            self.training.cancel()
-        elif self.worker is not None:
-            self.worker.kill()

@@ -11,20 +11,22 @@ import time
 from typing import Optional
 
 from . import process, protocol, sandbox
+from .. import metrics
 from ..recording import SCHEMA
 from .cgroup import MemoryCgroups
 from .config import Config, Limits
+from .jobs import Done, Job, Metric, Output, Phase, Record, Train
 from .process import Worker
-from .queues import FairQueue, Job
-from .training_job import TrainingJob
+from .queues import FairQueue, Shares, TooManyJobs
 from .zygote import Zygote
 
 READY_TIMEOUT_S = 120.0      # a cold worker on a busy machine may take this long to import TF
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
 FINISH_S = 120.0             # once the program stopped: building and sending a large recording
+HOSTED_FINISH_S = 15.0       # hosted mode: the recording's share of a deadline fixed at the start
 log = logging.getLogger("tapeviz.runner")
 
-__all__ = ["Config", "Limits", "Runner", "SandboxUnavailable", "TrainingJob",
+__all__ = ["Config", "Limits", "Record", "Runner", "SandboxUnavailable", "Train",
            "error_recording"]
 
 
@@ -42,7 +44,7 @@ def error_recording(source: str, type_: str, message: str, hint: Optional[str] =
 
 class Runner:
     """Hands jobs to workers: at most `config.workers` runs and `config.training` training
-    jobs at once; the rest wait their turn in first-come order."""
+    jobs at once; the rest wait their fair turn (queues.py)."""
 
     def __init__(self, config: Optional[Config] = None):
         self.config = config or Config.from_env()
@@ -55,8 +57,10 @@ class Runner:
             self._set_up_hosted()
         self._lock = threading.Lock()
         self._idle: list = []
-        self._runs = FairQueue(self.config.workers)
-        self._trainings = FairQueue(self.config.training)
+        # Runs and training runs share one ledger: fair shares and caps count both.
+        self._shares = Shares(self.config.jobs_per_session, self.config.jobs_per_client)
+        self._runs = FairQueue(self.config.workers, self._shares)
+        self._trainings = FairQueue(self.config.training, self._shares)
         self._jobs: dict = {}
         self._closed = False
         # Local mode forks workers from a zygote (TF imported once): every Run finds a worker
@@ -201,11 +205,9 @@ class Runner:
             self.zygote.close()
 
     # -- owners -------------------------------------------------------------------------------
-    def _register(self, owner) -> Job:
-        job = Job(owner)
+    def _register(self, job: Job) -> None:
         with self._lock:
-            self._jobs.setdefault(owner, set()).add(job)
-        return job
+            self._jobs.setdefault(job.owner, set()).add(job)
 
     def _unregister(self, job: Job) -> None:
         with self._lock:
@@ -225,145 +227,212 @@ class Runner:
         return len(jobs)
 
     # -- jobs ---------------------------------------------------------------------------------
+    def submit(self, spec, owner=None, client=None) -> Job:
+        """Start a job (`jobs.Record` or `jobs.Train`) and return its handle at once. It waits
+        its fair turn (per `owner`, e.g. a session, and per `client`, e.g. a browser), runs
+        in a worker, and reports through the handle's events. Never raises for a fault of
+        the program or the worker: those end the job with an error."""
+        job = Job(spec, owner, client)
+        try:
+            ticket = self._shares.join(owner, client)
+        except TooManyJobs as exc:
+            _end(job, spec, "TooManyJobs", str(exc))
+            return job
+        self._register(job)
+        threading.Thread(target=self._serve, args=(job, ticket), daemon=True,
+                         name=f"tapeviz-{spec.kind}").start()
+        return job
+
     def record(self, source: str, filename: str = "program.py",
                timeout: Optional[float] = None, on_wait=None, owner=None,
                program: Optional[dict] = None, tapes: Optional[tuple] = None,
-               on_phase=None) -> dict:
-        """Run a program in a worker and return its recording as a plain dict.
+               on_phase=None, client=None) -> dict:
+        """Run a program in a worker and return its recording as a plain dict: `submit` a
+        `jobs.Record` and follow its events. `on_wait(place)` is called while it waits in
+        line, each time its place changes; `on_phase(name)` as it moves on ("starting": a
+        worker importing TensorFlow, "running", "finishing": the recording on its way)."""
+        job = self.submit(Record(source, filename, timeout, program,
+                                 tuple(tapes) if tapes else None), owner, client)
+        while True:
+            event = job.next_event()
+            if isinstance(event, Phase):
+                if event.name == "queued":
+                    if on_wait is not None:
+                        on_wait(event.place)
+                elif on_phase is not None:
+                    on_phase(event.name)
+            elif isinstance(event, Done):
+                return job.result
 
-        Never raises for a fault of the program or the worker: those come back in `error`.
-        `on_wait(place)` is called while the run waits in the queue, each time its place
-        changes; `owner` (e.g. a session id) lets `cancel(owner)` stop it. `program`
-        ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would; hosted mode keeps
-        only argv (its sandbox has its own directory). `tapes` (A, B): see worker/window.py.
-        `on_phase(name)` says what the run waits for next: "starting" (a worker importing
-        TensorFlow), "running" (the program), "finishing" (the worker builds and sends the
-        recording)."""
-        if program and self.config.hosted:
-            program = {"argv": program.get("argv")}
-        job = self._register(owner)
+    def _serve(self, job: Job, ticket) -> None:
+        """A job's own thread: its turn in line, its worker, its end."""
+        line = self._runs if job.spec.kind == "record" else self._trainings
         try:
-            if not self._runs.acquire(on_wait, job.cancelled):
-                return _cancelled(source)
+            if not line.acquire(ticket, lambda place: job.emit(Phase("queued", place)),
+                                job.cancelled):
+                _end(job, job.spec, "Cancelled", "it was cancelled before it started")
+                return
             try:
-                return self._record(job, source, filename, timeout, program, tapes, on_phase)
+                self._run(job)
             finally:
-                self._runs.release()
+                line.release()
+        except Exception as exc:   # noqa: BLE001 - the job ends with it; the server stays up
+            log.exception("tapeviz: a job failed in the runner")
+            _end(job, job.spec, "RunnerError", f"{type(exc).__name__}: {exc}")
         finally:
+            self._shares.leave(ticket)
             self._unregister(job)
+            _end(job, job.spec, "RunnerError", "the job ended without a result")
 
-    def _record(self, job: Job, source: str, filename: str, timeout: Optional[float],
-                program: Optional[dict] = None, tapes: Optional[tuple] = None,
-                on_phase=None) -> dict:
-        on_phase = on_phase or _ignore
-        limits = self.config.limits
-        timeout = limits.timeout_s if timeout is None else timeout
+    def _run(self, job: Job) -> None:
+        spec = job.spec
         worker = job.worker = self._take()
         try:
             if job.cancelled.is_set():
-                return _cancelled(source)
+                return _end(job, spec, "Cancelled", "it was cancelled before it started")
             if not worker.ready.is_set():
-                on_phase("starting")
+                job.emit(Phase("starting"))
             if not worker.ready.wait(READY_TIMEOUT_S) and worker.proc.poll() is None:
-                return error_recording(source, "WorkerError",
-                                       "the worker did not start in time (the machine is busy)")
+                return _end(job, spec, "WorkerError",
+                            "the worker did not start in time (the machine is busy)")
             if job.cancelled.is_set():
-                return _cancelled(source)
+                return _end(job, spec, "Cancelled", "it was cancelled before it started")
             if worker.proc.poll() is not None:
-                return error_recording(source, "WorkerError",
-                                       f"{worker.exit_description()} before the program ran")
+                return _end(job, spec, "WorkerError",
+                            f"{worker.exit_description()} before the program ran")
             try:
-                worker.send_job({"kind": "record", "source": source, "filename": filename,
-                             "timeout": timeout, "max_ops": limits.max_ops,
-                             "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
-                             "program": program, "tapes": list(tapes) if tapes else None})
+                worker.send_job(self._message(spec))
             except OSError:
                 pass                 # it died: the reader reports the exit
-            on_phase("running")
-            message, printed = _next_result(worker, timeout + GRACE_S, limits.max_stdout)
-            if message is not None and message.get("type") == "stopped":
-                on_phase("finishing")    # the time limit was kept; a big recording takes a while
-                message, more = _next_result(worker, FINISH_S, limits.max_stdout)
-                printed = (printed + more)[-limits.max_stdout:]
-            if job.cancelled.is_set():
-                return _cancelled(source)
-            if message is None:
-                return dict(error_recording(
-                    source, "Timeout",
-                    f"the program ran longer than its time limit of {timeout:g} s and did not "
-                    f"stop when asked, so its worker was killed; what it printed is kept, "
-                    f"nothing it recorded survived",
-                    "Look for a loop that never ends, or a single huge operation."),
-                    stdout=printed)
-            if message.get("type") == "recording":
-                why = protocol.check_recording(message.get("recording"), source,
-                                               limits.max_ops, limits.max_stdout)
-                if why is None:
-                    return message["recording"]
-                message = {"type": "protocol", "message": why}
-            if message.get("type") == "protocol":
-                return error_recording(
-                    source, "ProtocolError",
-                    f"the worker sent back something no recording is ({message.get('message')}),"
-                    f" so it was dropped; nothing it recorded is shown",
-                    "A program that writes to the worker's message channel ends like this.")
-            if message.get("type") == "oversize":
-                return error_recording(
-                    source, "WorkerError", "the recording was too large to send back (over "
-                    f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
-                    "Record fewer or smaller tensors, e.g. a single training step.")
-            return dict(error_recording(
-                source, "WorkerCrash",
-                f"{worker.exit_description()} while running this program; what it printed "
-                f"is kept, nothing it recorded survived. Other runs are not affected.",
-                "A program that exhausts memory, kills its own process or crashes native "
-                "code ends like this. Make the tensors smaller or remove the offending call."),
-                stdout=printed)
+            job.sent = True
+            job.emit(Phase("running"))
+            last, printed = self._listen(job, worker)
+            if spec.kind == "record":
+                job.finish(result=self._recording(job, worker, last, printed))
+            else:
+                job.finish(error=self._training_error(job, worker, last))
         finally:
             worker.kill()
 
-    def start_training(self, config: dict, on_wait=None, owner=None) -> TrainingJob:
-        """A training job in a worker, once a training slot is free (`on_wait(place)` tells
-        the place in the queue meanwhile). Cancelled while waiting, it comes back done with
-        `error` set."""
-        job = self._register(owner)
-        if not self._trainings.acquire(on_wait, job.cancelled):
-            self._unregister(job)
-            return TrainingJob.cancelled_job()
-        try:
-            worker = self._take()
-            training = TrainingJob(worker, config, self._trainings, self.config.limits,
-                                   on_done=lambda: self._unregister(job))
-            job.training = training
-            if job.cancelled.is_set():
-                training.cancel()
-            return training
-        except BaseException:
-            self._trainings.release()
-            self._unregister(job)
-            raise
+    def _message(self, spec) -> dict:
+        limits = self.config.limits
+        if spec.kind == "train":
+            rl = limits.rlimits()
+            rl["cpu_s"] = None       # training is long by design; the wall clock bounds it
+            return {"kind": "train", "config": spec.config, "limits": rl}
+        program = spec.program
+        if program and self.config.hosted:
+            program = {"argv": program.get("argv")}   # its sandbox has its own directory
+        return {"kind": "record", "source": spec.source, "filename": spec.filename,
+                "timeout": self._timeout(spec), "max_ops": limits.max_ops,
+                "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
+                "program": program, "tapes": list(spec.tapes) if spec.tapes else None}
 
+    def _timeout(self, spec) -> float:
+        return self.config.limits.timeout_s if spec.timeout is None else spec.timeout
 
-def _next_result(worker, timeout: float, max_stdout: int) -> tuple:
-    """The worker's next message other than the printed output it streams ("stdout"
-    chunks, kept for a run whose worker dies before it sends its recording), and that
-    output (the newest `max_stdout` characters)."""
-    deadline = time.monotonic() + timeout
-    printed = ""
-    while True:
-        message = worker.next_message(max(0.0, deadline - time.monotonic()))
-        if message is None or message.get("type") != "stdout":
-            return message, printed
-        printed = (printed + str(message.get("text", "")))[-max_stdout:]
+    def deadline_s(self, spec) -> Optional[float]:
+        """How long after it is sent a job may take in all; None: no bound (local training).
+        Hosted mode fixes it when the job starts: nothing the worker sends moves it."""
+        if spec.kind == "train":
+            return self.config.limits.training_s or None
+        if self.config.hosted:
+            return self._timeout(spec) + GRACE_S + HOSTED_FINISH_S
+        return self._timeout(spec) + GRACE_S
+
+    def _listen(self, job: Job, worker) -> tuple:
+        """The one message loop of every job: streamed output and training records become
+        events; the first other message (or None, past the deadline) ends it, returned with
+        the printed output (the newest `max_stdout` characters).
+
+        Only in local mode (the user's own programs) does the worker's "stopped" give the
+        recording FINISH_S more; in hosted mode user code can forge any message, so the
+        deadline stays where `deadline_s` put it."""
+        limits = self.config.limits
+        total = self.deadline_s(job.spec)
+        deadline = None if total is None else time.monotonic() + total
+        printed = ""
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            message = worker.next_message(left)
+            if message is None:
+                return None, printed
+            kind = message.get("type")
+            if kind == "stdout":
+                text = str(message.get("text", ""))
+                printed = (printed + text)[-limits.max_stdout:]
+                job.emit(Output(text))
+            elif kind == "stopped" and job.spec.kind == "record":
+                job.emit(Phase("finishing"))   # the time limit was kept; a recording follows
+                if not self.config.hosted:
+                    deadline = time.monotonic() + FINISH_S
+            elif kind == "metric" and job.spec.kind == "train":
+                try:
+                    job.emit(Metric(metrics.from_json(message.get("metric"))))
+                except metrics.MetricsError as exc:
+                    worker.kill()
+                    return {"type": "protocol", "message": str(exc)}, printed
+            else:
+                return message, printed
+
+    def _recording(self, job: Job, worker, message: Optional[dict], printed: str) -> dict:
+        """What a record job's last message means, as a recording dict."""
+        source, limits = job.spec.source, self.config.limits
+        if job.cancelled.is_set():
+            return _cancelled(source)
+        if message is None:
+            return dict(error_recording(
+                source, "Timeout",
+                f"the program ran longer than its time limit of {self._timeout(job.spec):g} s "
+                f"and did not stop when asked, so its worker was killed; what it printed is "
+                f"kept, nothing it recorded survived",
+                "Look for a loop that never ends, or a single huge operation."),
+                stdout=printed)
+        kind = message.get("type")
+        if kind == "recording":
+            why = protocol.check_recording(message.get("recording"), source,
+                                           limits.max_ops, limits.max_stdout)
+            if why is None:
+                return message["recording"]
+            message, kind = {"type": "protocol", "message": why}, "protocol"
+        if kind == "protocol":
+            return error_recording(
+                source, "ProtocolError",
+                f"the worker sent back something no recording is ({message.get('message')}),"
+                f" so it was dropped; nothing it recorded is shown",
+                "A program that writes to the worker's message channel ends like this.")
+        if kind == "oversize":
+            return error_recording(
+                source, "WorkerError", "the recording was too large to send back (over "
+                f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
+                "Record fewer or smaller tensors, e.g. a single training step.")
+        return dict(error_recording(
+            source, "WorkerCrash",
+            f"{worker.exit_description()} while running this program; what it printed "
+            f"is kept, nothing it recorded survived. Other runs are not affected.",
+            "A program that exhausts memory, kills its own process or crashes native "
+            "code ends like this. Make the tensors smaller or remove the offending call."),
+            stdout=printed)
+
+    def _training_error(self, job: Job, worker, message: Optional[dict]) -> Optional[str]:
+        """What a training job's last message means: None when it ended well, else why not."""
+        if job.cancelled.is_set():
+            return "the training job was cancelled (its session ended)"
+        if message is None:
+            return f"training stopped at its time limit of {self.config.limits.training_s:g} s"
+        kind = message.get("type")
+        if kind == "done":
+            return None
+        if kind == "error":
+            return str(message.get("message"))
+        if kind == "protocol":
+            return f"the worker broke the protocol: {message.get('message')}"
+        return worker.exit_description()
 
 
 def _usable(worker) -> bool:
     """An idle worker can take a job: it runs, and (if forked) its zygote still watches it."""
     return worker.proc.poll() is None and not getattr(worker.proc, "orphaned", False)
-
-
-def _ignore(*args) -> None:
-    pass
 
 
 def _start_zygote(config: Config) -> Zygote:
@@ -372,3 +441,13 @@ def _start_zygote(config: Config) -> Zygote:
 
 def _cancelled(source: str) -> dict:
     return error_recording(source, "Cancelled", "the run was cancelled before it finished")
+
+
+def _end(job: Job, spec, type_: str, message: str) -> None:
+    """End a job that no worker answered for (no-op when it has ended already)."""
+    if spec.kind == "record":
+        hint = ("The app could not start a worker. Try again; if it persists, restart the app."
+                if type_ == "RunnerError" else None)
+        job.finish(result=error_recording(spec.source, type_, message, hint))
+    else:
+        job.finish(error=f"the training job could not run: {message}")

@@ -142,7 +142,9 @@ def main(argv=None) -> int:
         channel.send({"type": "recording", "recording": rec.to_dict(), "usage": usage()})
     elif job["kind"] == "train":
         from . import training
-        training.run(job["config"], emit=lambda m: channel.send({"type": "metric", "metric": m}),
+        from .. import metrics
+        training.run(job["config"],
+                     emit=lambda m: channel.send({"type": "metric", "metric": metrics.to_json(m)}),
                      commands=Commands(sys.stdin))
         channel.send({"type": "done", "usage": usage()})
     else:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
+
+from .. import metrics
 
 TRAIN_HELP = """\
 Train a small CNN on MNIST with TensorFlow's eager custom training loop (GradientTape,
@@ -37,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
                         help="also evaluate on the held-out digits every STEPS steps")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", metavar="metrics.jsonl", help="write every metrics record as a JSON line")
+    parser.add_argument("--out", metavar="metrics.jsonl", help="write every record as a JSON line (schema tapeviz.metrics/1)")
     parser.set_defaults(func=main)
     return parser
 
@@ -65,45 +66,34 @@ class EpochPrinter:
 
     def __init__(self):
         self.epoch_losses: list = []
-        self.last_step: dict = {}
+        self.last_step = None
         self.epochs = 0
         self.reason = None
 
-    def __call__(self, record: dict) -> None:
-        kind = record["type"]
-        if kind == "start":
-            self.epochs = record.get("epochs", 0)
-            print(f"data: {record['source']}")
-            for note in record.get("notes", []):
+    def __call__(self, record) -> None:
+        if isinstance(record, metrics.Start):
+            self.epochs = record.epochs
+            print(f"data: {record.source}")
+            for note in record.notes:
                 print(f"  (passed over {note})")
-            print(f"model {record['model']}: {record['params']:,} parameters; "
-                  f"{record['train_size']:,} train / {record['test_size']:,} held-out digits, "
-                  f"{record['total_steps']:,} steps")
-        elif kind == "step":
-            self.epoch_losses.append(record["loss"])
+            print(f"model {record.model}: {record.params:,} parameters; "
+                  f"{record.train_size:,} train / {record.test_size:,} held-out digits, "
+                  f"{record.total_steps:,} steps")
+        elif isinstance(record, metrics.Step):
+            self.epoch_losses.append(record.loss)
             self.last_step = record
-        elif kind == "eval" and record.get("epoch_end"):
+        elif isinstance(record, metrics.Eval) and record.epoch_end:
             mean_loss = sum(self.epoch_losses) / max(1, len(self.epoch_losses))
-            print(f"epoch {record['epoch']}/{self.epochs}: loss {mean_loss:.4f}, "
-                  f"held-out accuracy {record['accuracy']:.2%} (loss {record['loss']:.4f}), "
-                  f"{self.last_step.get('steps_per_s', 0):.1f} steps/s")
+            rate = self.last_step.steps_per_s if self.last_step is not None else 0.0
+            print(f"epoch {record.epoch}/{self.epochs}: loss {mean_loss:.4f}, "
+                  f"held-out accuracy {record.accuracy:.2%} (loss {record.loss:.4f}), "
+                  f"{rate:.1f} steps/s")
             self.epoch_losses = []
-        elif kind == "warning":
-            print(f"warning ({record['kind']}): {record['message']}", file=sys.stderr)
-        elif kind == "done":
-            self.reason = record["reason"]
-            print(f"done after {record['step']} steps ({record['reason']}, {record['elapsed_s']:.1f} s training)")
-
-
-def plain(value):
-    """Strict JSON has no NaN or Infinity: write them as null (the warning record says why)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
+        elif isinstance(record, metrics.Warning):
+            print(f"warning ({record.kind}): {record.message}", file=sys.stderr)
+        elif isinstance(record, metrics.Done):
+            self.reason = record.reason
+            print(f"done after {record.step} steps ({record.reason}, {record.elapsed_s:.1f} s training)")
 
 
 def main(args) -> int:
@@ -116,9 +106,9 @@ def main(args) -> int:
     printer = EpochPrinter()
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     try:
-        def emit(record: dict) -> None:
-            if out is not None:
-                out.write(json.dumps(plain(record), allow_nan=False) + "\n")
+        def emit(record) -> None:
+            if out is not None:     # the metrics contract's JSON form: NaN as "nan"
+                out.write(json.dumps(metrics.to_json(record), allow_nan=False) + "\n")
             printer(record)
 
         training.run(config_from(args), emit)

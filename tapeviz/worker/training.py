@@ -1,6 +1,6 @@
 """Worker side: the eager custom training loop of TensorFlow's eager guide, on MNIST.
 
-`run` trains and streams one small plain-data record per step through `emit`; the
+`run` trains and streams one typed record per step (tapeviz.metrics) through `emit`; the
 page charts them. Imports TensorFlow: only a worker (or the command line) imports this.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from tapeviz import data  # noqa: E402
+from tapeviz import data, metrics  # noqa: E402
 
 from . import keras_download  # noqa: E402
 
@@ -174,7 +174,7 @@ class GradientWatch:
         if (layer, kind) in self.warned:
             return []
         self.warned.add((layer, kind))
-        return [{"type": "warning", "step": step, "layer": layer, "kind": kind, "message": message}]
+        return [metrics.Warning(step=step, layer=layer, kind=kind, message=message)]
 
 
 class Clock:
@@ -261,12 +261,12 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     shown = slice(0, min(PREDICTION_COUNT, len(y_test)))
     shown_images = small_images(x_test[shown])
 
-    emit({"type": "start", "source": digits.source, "notes": digits.notes, "model": cfg["model"],
-          "params": int(model.count_params()), "train_size": int(len(y_train)),
-          "test_size": int(len(y_test)), "image_shape": list(x_train.shape[1:]),
-          "epochs": int(cfg["epochs"]), "batch_size": int(cfg["batch_size"]),
-          "total_steps": total_steps, "variables": paths,
-          "step_program": record_one_step_program(cfg)})
+    emit(metrics.Start(source=digits.source, notes=list(digits.notes), model=cfg["model"],
+                       params=int(model.count_params()), train_size=int(len(y_train)),
+                       test_size=int(len(y_test)), image_shape=list(x_train.shape[1:]),
+                       epochs=int(cfg["epochs"]), batch_size=int(cfg["batch_size"]),
+                       total_steps=total_steps, variables=paths,
+                       step_program=record_one_step_program(cfg)))
 
     clock, watch = Clock(), GradientWatch()
     loss_history = []
@@ -274,10 +274,10 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     def held_out_eval(step, epoch, epoch_end):
         t0 = time.perf_counter()
         accuracy, loss, preds = evaluate(model, loss_object, x_test, y_test)
-        emit({"type": "eval", "step": step, "epoch": epoch, "accuracy": accuracy, "loss": loss,
-              "epoch_end": epoch_end})
-        emit({"type": "predictions", "step": step, "images": shown_images,
-              "true": y_test[shown].tolist(), "pred": preds[shown].tolist()})
+        emit(metrics.Eval(step=step, epoch=epoch, accuracy=accuracy, loss=loss,
+                          epoch_end=epoch_end))
+        emit(metrics.Predictions(step=step, images=shown_images, true=y_test[shown].tolist(),
+                                 pred=preds[shown].tolist()))
         clock.exclude_since(t0)
 
     step, reason = 0, "finished"
@@ -286,10 +286,10 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
         try:
             save_snapshot(path, model, optimizer, images, labels)
         except Exception as exc:  # noqa: BLE001 - e.g. a sandbox that cannot write there
-            emit({"type": "snapshot", "step": step, "error": f"{type(exc).__name__}: {exc}"})
+            emit(metrics.Snapshot(step=step, error=f"{type(exc).__name__}: {exc}"))
             return
-        emit({"type": "snapshot", "step": step, "path": path,
-              "step_program": record_one_step_program(cfg, snapshot=(path, step))})
+        emit(metrics.Snapshot(step=step, path=path,
+                              step_program=record_one_step_program(cfg, snapshot=(path, step))))
 
     for epoch in range(1, int(cfg["epochs"]) + 1):
         for images, labels in dataset:
@@ -303,9 +303,9 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
             loss_history.append(loss)
             norms = grad_norms(paths, grads)
             elapsed = clock.elapsed()
-            emit({"type": "step", "step": step, "epoch": epoch, "loss": loss, "grad_norms": norms,
-                  "steps_per_s": step / elapsed if elapsed > 0 else 0.0, "elapsed_s": elapsed,
-                  "total_steps": total_steps})
+            emit(metrics.Step(step=step, epoch=epoch, loss=loss, grad_norms=norms,
+                              steps_per_s=step / elapsed if elapsed > 0 else 0.0,
+                              elapsed_s=elapsed, total_steps=total_steps))
             for warning in watch.check(step, loss, norms):
                 emit(warning)
             if not math.isfinite(loss):
@@ -316,7 +316,7 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
         if reason != "finished":
             break
         held_out_eval(step, epoch, epoch_end=True)
-    emit({"type": "done", "step": step, "reason": reason, "elapsed_s": clock.elapsed()})
+    emit(metrics.Done(step=step, reason=reason, elapsed_s=clock.elapsed()))
 
 
 def record_one_step_program(config: dict, snapshot=None) -> str:

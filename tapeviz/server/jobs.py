@@ -1,0 +1,162 @@
+"""One job model for both pages: a job (a recording or a training run) is submitted to the
+runner, and its handle gives typed events (phase, output, metric, recording, error, done)
+and takes cancel, and for training pause/resume/stop/snapshot. No TensorFlow, no Streamlit.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+# -- what is asked ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """Record one program. `program` ({argv, cwd, path}) runs it as `python PROGRAM.py
+    ARGS` would; `tapes` (A, B): see worker/window.py; `timeout` None: the config's."""
+    source: str
+    filename: str = "program.py"
+    timeout: Optional[float] = None
+    program: Optional[dict] = None
+    tapes: Optional[tuple] = None
+    kind = "record"
+
+
+@dataclass(frozen=True)
+class Train:
+    """Train as `config` says (worker/training.py's DEFAULTS)."""
+    config: dict = field(default_factory=dict)
+    kind = "train"
+
+
+# -- what comes back ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Phase:
+    """What the job waits for next: queued (with its place), starting (a worker importing
+    TensorFlow), running, finishing (the program stopped; its recording is on its way)."""
+    name: str
+    place: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Printed output the program streamed (kept for a worker that dies before the end)."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One training record (a tapeviz.metrics record, already checked)."""
+    record: object
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The recording dict of a record job, checked against its bounds (or an error one)."""
+    recording: dict
+
+
+@dataclass(frozen=True)
+class Error:
+    """Why a job failed, in words (a training job; a record job says it in its recording)."""
+    message: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The last event of every job."""
+
+
+class Job:
+    """The handle of one submitted job. Events arrive in order on `next_event`/`events`;
+    `result` (a record job's recording) and `error` are set before `Done`."""
+
+    def __init__(self, spec, owner=None, client=None):
+        self.spec = spec
+        self.owner, self.client = owner, client
+        self.phase: Optional[str] = None   # the last Phase event's name; "done" at the end
+        self.place: Optional[int] = None
+        self.result: Optional[dict] = None
+        self.error: Optional[str] = None
+        self.cancelled = threading.Event()
+        self.worker = None                 # set while a worker runs it
+        self.sent = False                  # the job reached its worker
+        self._events: queue.Queue = queue.Queue()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    # -- reading --------------------------------------------------------------------------
+    def next_event(self, timeout: Optional[float] = None):
+        """The next event, or None when none came within `timeout` (None: wait)."""
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def events(self) -> list:
+        """Every event that arrived since the last read (never blocks)."""
+        out = []
+        while True:
+            try:
+                out.append(self._events.get_nowait())
+            except queue.Empty:
+                return out
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        return self._done.wait(timeout)
+
+    # -- commands -------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """End it now, queued or running: its worker is killed, nothing waits."""
+        self.cancelled.set()
+        worker = self.worker
+        if worker is not None:
+            worker.kill()
+
+    def command(self, word: str) -> None:
+        """A training command: "pause", "resume", "stop" or "snapshot PATH"."""
+        worker = self.worker
+        if worker is not None and self.sent and not self.done:
+            try:
+                worker.send(word)
+            except (BrokenPipeError, OSError, ValueError):
+                pass                       # it died: its exit ends the job
+
+    def pause(self) -> None:
+        self.command("pause")
+
+    def resume(self) -> None:
+        self.command("resume")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask for a clean stop (the run sends its done record); kill it after `timeout`."""
+        self.command("stop")
+        if not self.wait(timeout):
+            self.cancel()
+
+    # -- the runner's side ----------------------------------------------------------------
+    def emit(self, event) -> None:
+        if isinstance(event, Phase):
+            self.phase, self.place = event.name, event.place
+        self._events.put(event)
+
+    def finish(self, result: Optional[dict] = None, error: Optional[str] = None) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            self.result, self.error = result, error
+            if result is not None:
+                self._events.put(Recorded(result))
+            if error is not None:
+                self._events.put(Error(error))
+            self.phase = "done"
+            self._events.put(Done())
+            self._done.set()
