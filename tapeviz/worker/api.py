@@ -18,7 +18,6 @@ from typing import Optional
 
 import tensorflow as tf
 
-from . import heap
 from .capture import DEFAULT_MAX_OPS, Session
 from .instrumented import adopt_tapes, make_tape_class
 from .window import TapeWindow
@@ -95,19 +94,16 @@ class Capture:
         creator.__enter__()
         tee = _Tee(sys.stdout)
         sys.stdout = tee
-        frozen = heap.frozen()
-        frozen.__enter__()
         window.open()
-        self._state = (session, window, creator, patched, tee, frame, frozen, adopted,
+        self._state = (session, window, creator, patched, tee, frame, adopted,
                        time.perf_counter())
         return self
 
     def __exit__(self, typ, value, tb):
-        session, window, creator, patched, tee, frame, frozen, adopted, started = self._state
+        session, window, creator, patched, tee, frame, adopted, started = self._state
         self._state = None
         window.close()
         adopted.__exit__(None, None, None)
-        frozen.__exit__(None, None, None)
         if sys.stdout is tee:
             sys.stdout = tee.shown
         for module, original in patched:

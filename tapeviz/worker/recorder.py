@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, heap, native_output, shutdown  # noqa: E402
+from . import exits, native_output, shutdown  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -250,7 +250,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                     session, stdout, started, emit, stderr)), \
                 _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), heap.frozen(), _stdin_at_end(), \
+                mnist_served(session), _stdin_at_end(), \
                 shutdown.exit_handlers() as handlers:
             threads = set(threading.enumerate())
             try:

@@ -1,0 +1,131 @@
+"""The recorder is invisible: a program recorded (in-process, through `tapeviz.capture()`, and
+through the worker with `python -m tapeviz record`) frees what it lets go of, closes every
+tape, and prints what plain Python prints. The reference is always the same program run
+plainly; TensorFlow's own checkers (`test_util.assert_no_new_tensors`,
+`assert_no_garbage_created`) and `weakref`s do the counting."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+from tapeviz.worker import recorder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def plain_run(tmp_path, name: str, text: str, *args) -> subprocess.CompletedProcess:
+    """`python NAME ARGS` in tmp_path: the reference."""
+    (tmp_path / name).write_text(text)
+    return subprocess.run([sys.executable, name, *args], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+
+
+def cli_record(tmp_path, name: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json", name,
+                           "--", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+
+
+def in_process(text: str, filename: str):
+    """Record `text` in this process, as the worker does; returns (recording, stdout)."""
+    rec = recorder.record(text, filename=filename, timeout=300)
+    return rec, rec.stdout
+
+
+# -- every tape closes at its __exit__ ----------------------------------------------------------
+
+TAPES_FREED = src("""
+    import gc, weakref
+    import tensorflow as tf
+    from tensorflow.python.eager import backprop
+    x = tf.random.normal([200_000])
+    small = tf.constant([1.0, 2.0])
+    refs = []
+    for step in range(3):
+        with backprop.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            tape.watch(small)
+            y = tf.exp(x)
+            z = small * 3.0
+        tape.gradient(y, x)
+        tape.gradient(z, small)
+        refs.append(weakref.ref(y))
+        refs.append(weakref.ref(z))
+        del tape, y, z
+    gc.collect()
+    print("tape outputs freed:", [r() is None for r in refs])
+""")
+
+
+def test_a_tape_of_tensorflows_own_class_closes_and_frees_its_tensors(tmp_path):
+    plain = plain_run(tmp_path, "tapes.py", TAPES_FREED)
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stderr
+    rec, out = in_process(TAPES_FREED, str(tmp_path / "tapes.py"))
+    assert rec.error is None and out == plain.stdout
+    assert len(rec.tapes) == 3
+    assert [t.parent for t in rec.tapes] == [None] * 3, "each tape closed before the next"
+    assert all((t.line, t.end_line) == (8, 12) for t in rec.tapes)
+
+
+# -- nothing outlives the program's own references ----------------------------------------------
+
+CHECKED = src("""
+    import unittest
+    import tensorflow as tf
+    from tensorflow.python.eager import backprop
+    from tensorflow.python.framework import test_util
+
+
+    class Case(unittest.TestCase):      # TensorFlow's checkers decorate a test method
+        def runTest(self):
+            pass
+
+
+    @test_util.assert_no_new_tensors
+    @test_util.assert_no_garbage_created
+    def tape_of_tensorflows_class(self):
+        a = tf.constant(2.0, shape=[2, 2])
+        with backprop.GradientTape(persistent=True) as tape:
+            tape.watch(a)
+            b = a * a + 1.0
+        print("grad", tape.gradient(b, [a])[0].numpy().tolist())
+
+
+    @test_util.assert_no_new_tensors
+    def small_outputs_and_a_class_per_call(self):
+        for step in range(20):
+            Layer = type(f"Layer{step}", (), {"scale": tf.constant(float(step))})
+            layer = Layer()
+            with tf.GradientTape() as tape:
+                w = tf.constant([1.0, 2.0, 3.0])
+                tape.watch(w)
+                loss = tf.reduce_sum(w * layer.scale)
+            tape.gradient(loss, w)
+        print("loss", float(loss))
+
+
+    for check in (tape_of_tensorflows_class, small_outputs_and_a_class_per_call):
+        try:
+            check(Case())
+            print(check.__name__, "passed")
+        except AssertionError as e:
+            print(check.__name__, "failed:", str(e).splitlines()[0][:200])
+""")
+
+
+def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
+    plain = plain_run(tmp_path, "checked.py", CHECKED)
+    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
+    rec, out = in_process(CHECKED, str(tmp_path / "checked.py"))
+    assert rec.error is None and out == plain.stdout
+    assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
