@@ -30,6 +30,12 @@ def plain_run(tmp_path, name: str, text: str, *args) -> subprocess.CompletedProc
                           capture_output=True, text=True, timeout=300)
 
 
+def program_part(stderr: str) -> str:
+    """stderr without the lines TensorFlow's C++ logging writes at import (timestamped)."""
+    return "".join(line for line in stderr.splitlines(True)
+                   if not line.startswith(("I0000 ", "WARNING: All log messages before absl")))
+
+
 def cli_record(tmp_path, name: str, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json", name,
                            "--", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True,
@@ -129,3 +135,37 @@ def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
     rec, out = in_process(CHECKED, str(tmp_path / "checked.py"))
     assert rec.error is None and out == plain.stdout
     assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
+
+
+# -- the terminal shows what plain Python shows -------------------------------------------------
+
+def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
+    (tmp_path / "helper.py").write_text(src("""
+        def f(n):
+            x = n * 2
+            raise ValueError(f"boom {x}")
+    """))
+    main = src("""
+        import sys
+        import helper
+        import tensorflow as tf
+        for i in range(3000):
+            print(f"step {i} " + "x" * 60)
+            print(f"log {i} " + "y" * 60, file=sys.stderr)
+        print(float(tf.reduce_sum(tf.constant([1.0, 2.0]))))
+        helper.f(2)
+    """)
+    plain = plain_run(tmp_path, "main.py", main)
+    assert plain.returncode == 1 and len(plain.stderr) > 200_000
+    recorded = cli_record(tmp_path, "main.py")
+    assert recorded.returncode == plain.returncode
+    assert recorded.stdout == plain.stdout
+    # the program's stderr whole, traceback included; then tapeviz's own summary lines
+    assert program_part(plain.stderr) in program_part(recorded.stderr), recorded.stderr[-2000:]
+    assert "tapeviz record: ValueError at helper.py line 3: boom 4" in recorded.stderr
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert (data["error"]["file"], data["error"]["line"]) == ("helper.py", 3)
+    assert [(f["file"], f["line"]) for f in data["error"]["stack"]] == [("main.py", 8),
+                                                                         ("helper.py", 3)]
+    assert data["stderr"].startswith("[... ") and data["stderr"].endswith(
+        plain.stderr[-5000:]), "what the recording stores is bounded, and says so"
