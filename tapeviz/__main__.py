@@ -133,6 +133,9 @@ def record_main(args) -> int:
     if live is None:
         sys.stderr.write(recording.get("stderr") or "")
         sys.stderr.flush()
+    for warning in recording.get("warnings") or []:   # data served from a local copy
+        if warning.get("kind") == "data":
+            print(f"tapeviz record: {warning.get('message')}", file=sys.stderr)
     error = recording.get("error")
     summary = (f"{len(recording['ops'])} ops, {len(recording['tensors'])} tensors, "
                f"{len(recording['tapes'])} tapes")

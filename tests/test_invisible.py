@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
@@ -169,3 +170,61 @@ def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
                                                                          ("helper.py", 3)]
     assert data["stderr"].startswith("[... ") and data["stderr"].endswith(
         plain.stderr[-5000:]), "what the recording stores is bounded, and says so"
+
+
+# -- never substitute data ----------------------------------------------------------------------
+
+LOAD = src("""
+    import numpy as np
+    import tensorflow as tf
+    (x, y), (xt, yt) = tf.keras.datasets.mnist.load_data()
+    print(x.shape, x.dtype, y.shape, xt.shape, yt.dtype, int(x.sum()), int(yt.sum()))
+""")
+
+
+def test_load_data_offline_fails_as_plainly(tmp_path):
+    env = dict(ENV, HOME=str(tmp_path))        # no Keras cache, no local copy: Keras's own
+    env.pop("TAPEVIZ_MNIST_DIR", None)
+    (tmp_path / "load.py").write_text(LOAD)
+    plain = subprocess.run([sys.executable, "load.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json",
+                               "load.py"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+    assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout)
+    if plain.returncode == 0:
+        pytest.skip("this machine reaches Keras's download: nothing to compare offline")
+    error = json.loads((tmp_path / "run.json").read_text())["error"]
+    assert plain.stderr.strip().splitlines()[-1] == f"{error['type']}: {error['message']}"
+
+
+def test_load_data_is_served_only_with_kerass_own_arrays(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    arrays = {"x_train": rng.integers(0, 256, (60_000, 28, 28), dtype=np.uint8),
+              "y_train": rng.integers(0, 10, 60_000, dtype=np.uint8),
+              "x_test": rng.integers(0, 256, (10_000, 28, 28), dtype=np.uint8),
+              "y_test": rng.integers(0, 10, 10_000, dtype=np.uint8)}
+    np.savez(tmp_path / "mnist.npz", **arrays)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))      # no Keras cache
+    monkeypatch.setenv("TAPEVIZ_MNIST_DIR", str(tmp_path))
+    namespace = {}
+    rec = recorder.record(LOAD, namespace=namespace, timeout=300)
+    assert rec.error is None
+    for name, key in (("x", "x_train"), ("y", "y_train"), ("xt", "x_test"), ("yt", "y_test")):
+        np.testing.assert_array_equal(namespace[name], arrays[key], strict=True)
+    (served,) = [w for w in rec.warnings if w.get("kind") == "data"]
+    assert served["line"] == 3 and "60,000 training" in served["message"]
+    # A copy that is not what Keras returns (the 10k test set alone) is not served: the
+    # program gets Keras's own answer, here its failure offline
+    np.savez(tmp_path / "mnist.npz", x=arrays["x_test"], y=arrays["y_test"])
+    try:
+        tf.keras.datasets.mnist.load_data()
+        plain_error = None
+    except Exception as e:
+        plain_error = (type(e).__name__, str(e))
+    rec = recorder.record(LOAD, timeout=300)
+    assert not [w for w in rec.warnings if w.get("kind") == "data"]
+    if plain_error is None:
+        assert rec.error is None
+    else:
+        assert (rec.error.type, rec.error.message) == plain_error
