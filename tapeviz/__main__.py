@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import os
@@ -9,6 +10,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from .live_output import LiveOutput
 from .server import runner
 
 RECORD_HELP = """\
@@ -104,29 +106,53 @@ def record_main(args) -> int:
     except runner.SandboxUnavailable as e:   # hosted mode refuses to run unsandboxed
         print(f"tapeviz record: {e}", file=sys.stderr)
         return 2
+    to_file = bool(args.output and args.output != "-")
+    # The program's output goes to this terminal as it is written, all of it (the
+    # recording keeps the newest part); its stdout only with -o, since otherwise stdout is
+    # the JSON. Local mode: a hosted worker's sandbox cannot reach the pipes.
+    live = None if config.hosted else LiveOutput()
     try:
         program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
                    "path": str(path.resolve().parent)}
-        recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
-                                program=program, tapes=args.tapes)
+        with live or contextlib.nullcontext():
+            if live is not None:
+                program["terminal"] = {k: v for k, v in live.paths.items()
+                                       if k == "stderr" or to_file}
+            recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
+                                    program=program, tapes=args.tapes)
     finally:
         pool.close()
     text = json.dumps(recording, allow_nan=False)
-    if args.output and args.output != "-":
+    if to_file:
         Path(args.output).write_text(text, encoding="utf-8")
-        sys.stdout.write(recording.get("stdout") or "")   # what `python PROGRAM.py` prints
-        sys.stdout.flush()
-        sys.stderr.write(recording.get("stderr") or "")   # and writes to stderr
-        sys.stderr.flush()
+        if live is None:     # hosted: what the recording kept is all there is to show
+            sys.stdout.write(recording.get("stdout") or "")
+            sys.stdout.flush()
     else:
         sys.stdout.write(text + "\n")
+    if live is None:
+        sys.stderr.write(recording.get("stderr") or "")
+        sys.stderr.flush()
+    for warning in recording.get("warnings") or []:   # data served from a local copy
+        if warning.get("kind") == "data":
+            print(f"tapeviz record: {warning.get('message')}", file=sys.stderr)
     error = recording.get("error")
     summary = (f"{len(recording['ops'])} ops, {len(recording['tensors'])} tensors, "
                f"{len(recording['tapes'])} tapes")
     if recording.get("skipped"):
         summary += f"; {recording['skipped'].get('note', recording['skipped'])}"
+    if recording.get("dropped"):
+        summary += "; dropped by the recording's bounds: " + ", ".join(
+            f"{n:,} {what}" for what, n in recording["dropped"].items())
+    cut = [name for name in ("stdout", "stderr")
+           if str(recording.get(name) or "").startswith("[... ")]
+    if cut:
+        summary += f"; the recording keeps the newest part of its {' and '.join(cut)}"
     if error:
-        where = f" at line {error['line']}" if error.get("line") else ""
+        where = ""
+        if error.get("line"):
+            where = f" at {error['file']} line {error['line']}" if error.get("file") \
+                else f" at line {error['line']}"
         print(f"tapeviz record: {error['type']}{where}: {error['message']} ({summary})",
               file=sys.stderr)
         if error.get("hint"):

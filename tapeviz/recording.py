@@ -132,6 +132,9 @@ class Error:
     line: Optional[int] = None
     hint: Optional[str] = None
     file: Optional[str] = None     # the user's file of `line`
+    # the user-side stack, outermost first: [{file, line, function}] of each frame in the
+    # user's files between the program and where it was raised (`file`/`line` is the last)
+    stack: Optional[list] = None
 
 
 @dataclass

@@ -636,8 +636,8 @@ def test_no_global_patch_survives_a_run():
     assert isinstance(ns1["t"], before)
     assert ns1["T"] is not ns2["T"], "each run gets its own tape class"
     assert context.context().op_callbacks == [], "the op callback was left behind"
-    assert "__enter__" not in {k for k, v in vars(before).items()
-                               if getattr(v, "__qualname__", "").startswith("adopt_tapes")}
+    assert not {"__enter__", "__exit__"} & {k for k, v in vars(before).items()
+                                            if getattr(v, "__qualname__", "").startswith("adopt_tapes")}
 
 
 def test_recording_json_is_strict_and_carries_the_schema():

@@ -18,9 +18,8 @@ from typing import Optional
 
 import tensorflow as tf
 
-from . import heap
 from .capture import DEFAULT_MAX_OPS, Session
-from .instrumented import make_tape_class
+from .instrumented import adopt_tapes, make_tape_class
 from .window import TapeWindow
 from ..recording import Error, Recording
 
@@ -60,7 +59,7 @@ class Capture:
     Inside the block `tf.GradientTape` is tapeviz's instrumented tape (a real subclass, so
     results are TensorFlow's own) for this thread; it is put back when the block ends. A
     tape class bound by name before the block (`from tensorflow import GradientTape`) is
-    not instrumented: its ops are recorded, its tapes are not."""
+    instrumented too when the block's files enter it (adopted at its `__enter__`)."""
 
     def __init__(self, max_ops: int = DEFAULT_MAX_OPS, tapes: Optional[tuple] = None):
         self.max_ops, self.tapes = max_ops, tapes
@@ -85,23 +84,26 @@ class Capture:
         patched = [(tf, tf.GradientTape), (tf.autodiff, tf.autodiff.GradientTape)]
         for module, _ in patched:
             module.GradientTape = GradientTape
+        # A tape made from TensorFlow's own class (`backprop.GradientTape`, a name bound
+        # before the block) becomes the run's class when the caller's files enter it
+        adopted = adopt_tapes(session, GradientTape, lambda filename: threading.get_ident()
+                              == owner and session.files.name(filename) is not None)
+        adopted.__enter__()
         window = TapeWindow(session, self.tapes)
         creator = tf.variable_creator_scope(session.on_variable)
         creator.__enter__()
         tee = _Tee(sys.stdout)
         sys.stdout = tee
-        frozen = heap.frozen()
-        frozen.__enter__()
         window.open()
-        self._state = (session, window, creator, patched, tee, frame, frozen,
+        self._state = (session, window, creator, patched, tee, frame, adopted,
                        time.perf_counter())
         return self
 
     def __exit__(self, typ, value, tb):
-        session, window, creator, patched, tee, frame, frozen, started = self._state
+        session, window, creator, patched, tee, frame, adopted, started = self._state
         self._state = None
         window.close()
-        frozen.__exit__(None, None, None)
+        adopted.__exit__(None, None, None)
         if sys.stdout is tee:
             sys.stdout = tee.shown
         for module, original in patched:

@@ -1,16 +1,18 @@
-"""`tf.keras.datasets.mnist.load_data()` in a user's program, served from the app's data
-chain (TAPEVIZ_MNIST_DIR, the Keras cache, Keras's download, scikit-learn's digits), so that
-the TF guide's loop runs offline; the recording's warnings say where the digits came from.
+"""`tf.keras.datasets.mnist.load_data()` in a user's program: served from a local copy of
+the real MNIST (TAPEVIZ_MNIST_DIR) only when it gives the very arrays Keras would return (60,000
+training and 10,000 test digits, 28x28 uint8), and said so; otherwise Keras's own function
+runs, as plainly (offline and without Keras's cache, its own failure). Fallback data
+(scikit-learn's digits) belongs to the training page, where it is labelled.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 import tensorflow as tf
 
 from .. import data
-from . import keras_download
 
 
 def _mnist_modules():
@@ -50,25 +52,51 @@ def served_note(digits: data.Digits, arrays) -> str:
     return text + "."
 
 
+# What Keras's mnist.load_data() returns: (x_train, y_train), (x_test, y_test)
+KERAS_SHAPES = (((60_000, 28, 28), (60_000,)), ((10_000, 28, 28), (10_000,)))
+
+
+def keras_arrays_from_local_copy():
+    """(digits, arrays) from TAPEVIZ_MNIST_DIR when they are MNIST as Keras returns it, else
+    None."""
+    local = os.environ.get(data.ENV_DIR)
+    if not local:
+        return None
+    try:
+        digits = data.load_user_path(local)
+        if not digits.has_train:
+            return None
+        arrays = as_keras_arrays(digits)
+    except Exception:               # not there, not readable: Keras's own function decides
+        return None
+    if tuple((x.shape, y.shape) for x, y in arrays) != KERAS_SHAPES or any(
+            a.dtype != np.uint8 for pair in arrays for a in pair):
+        return None
+    return digits, arrays
+
+
 @contextlib.contextmanager
 def mnist_served(session):
-    """While a program runs, `mnist.load_data()` goes through data.load_mnist; each call
-    adds a warning at the program's line that made it."""
+    """While a program runs, `mnist.load_data()` is served from the local copy of MNIST when
+    there is one (with a warning at the program's line that called it, kind "data", which
+    `record` prints), else it is Keras's own."""
     modules = _mnist_modules()
     originals = [m.load_data for m in modules]
-    keras_own = originals[0] if originals else None
 
-    def load_data(path="mnist.npz"):
-        digits = data.load_mnist(download=lambda: keras_download.load(load_data=keras_own))
-        arrays = as_keras_arrays(digits)
-        frame = session.user_frame()
-        session.warnings.append({"line": frame.f_lineno if frame else None,
-                                 "message": served_note(digits, arrays),
-                                 "kind": "data"})
-        return arrays
+    def served(original):
+        def load_data(*args, **kwargs):
+            local = keras_arrays_from_local_copy()
+            if local is None:
+                return original(*args, **kwargs)
+            digits, arrays = local
+            frame = session.user_frame()
+            session.warnings.append({"line": frame.f_lineno if frame else None,
+                                     "message": served_note(digits, arrays), "kind": "data"})
+            return arrays
+        return load_data
 
-    for module in modules:
-        module.load_data = load_data
+    for module, original in zip(modules, originals):
+        module.load_data = served(original)
     try:
         yield
     finally:

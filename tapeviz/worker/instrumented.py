@@ -13,7 +13,7 @@ import sys
 import types
 
 import tensorflow as tf
-from tensorflow.python.eager import context, record as tape_record
+from tensorflow.python.eager import backprop, context, record as tape_record
 from tensorflow.python.util import nest
 
 from .. import explain
@@ -245,33 +245,52 @@ def _quietly(session, what, fn, *args):
 
 
 @contextlib.contextmanager
-def adopt_tapes(session: Session, tape_class):
+def adopt_tapes(session: Session, tape_class, adopts=None):
     """While the program runs, a plain tf.GradientTape that the program itself enters,
     whatever alias made it (tf.compat.v1.GradientTape, tensorflow.python.eager.backprop,
     a name kept from before the run), becomes the run's instrumented tape class.
 
     The instrumented class is a subclass without state of its own, so switching the
     instance's class changes nothing TensorFlow computes. Tapes that libraries (Keras's
-    fit) enter are left alone: only those entered from the program's own file."""
-    real = tf.GradientTape
-    original = real.__dict__["__enter__"]
+    fit) enter are left alone: only those entered from the user's own files (`adopts(code
+    filename)` says which; by default the files of the run's project).
+
+    `with` looks up `__exit__` on the type before `__enter__` runs, so the adopted tape's
+    block ends in the plain class's `__exit__`: that one, patched too, hands a tape adopted
+    at its `__enter__` to the instrumented `__exit__` (else the tape stays open in the run,
+    holding what it recorded, and every later tape nests in it)."""
+    real = backprop.GradientTape          # TensorFlow's class (tf.GradientTape may be patched)
+    original_enter = real.__dict__["__enter__"]
+    original_exit = real.__dict__["__exit__"]
+    if adopts is None:
+        def adopts(filename):
+            return session.files.name(filename) is not None
 
     def __enter__(self):
-        if type(self) is real and sys._getframe(1).f_code.co_filename == session.filename:
+        if type(self) is real and adopts(sys._getframe(1).f_code.co_filename):
             try:
                 self.__class__ = tape_class
             except TypeError as e:
                 session.fault("could not instrument this GradientTape; it runs unrecorded", e,
                               sys._getframe(1).f_lineno)
             else:
+                self.__dict__["_tapeviz_adopted"] = True
                 return self.__enter__()
-        return original(self)
+        return original_enter(self)
+
+    def __exit__(self, typ, value, tb):
+        # Popped first: the instrumented __exit__ reaches this one again through super()
+        if self.__dict__.pop("_tapeviz_adopted", False) and isinstance(self, tape_class):
+            return tape_class.__exit__(self, typ, value, tb)
+        return original_exit(self, typ, value, tb)
 
     real.__enter__ = __enter__
+    real.__exit__ = __exit__
     try:
         yield
     finally:
-        real.__enter__ = original
+        real.__enter__ = original_enter
+        real.__exit__ = original_exit
 
 
 def _pack(sources, flat_sources: list, flat_grads: list):

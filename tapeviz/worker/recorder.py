@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, heap, native_output, shutdown  # noqa: E402
+from . import exits, native_output, shutdown, terminal  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -44,16 +44,20 @@ class Timeout(BaseException):
 
 
 class _BoundedText(io.TextIOBase):
-    """A stdout that keeps the newest `limit` characters and counts what it dropped."""
+    """A stdout that keeps the newest `limit` characters and counts what it dropped; with
+    `shown` (the terminal's stream, see terminal.py), everything also goes there, unbounded."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, shown=None):
         self.limit, self.parts, self.size, self.dropped = limit, deque(), 0, 0
+        self.shown = shown
 
     def writable(self):
         return True
 
     def write(self, s):
         s = str(s)
+        if self.shown is not None:
+            self.shown.write(s)
         self.parts.append(s)
         self.size += len(s)
         while self.size > self.limit and self.parts:
@@ -86,6 +90,16 @@ def _user_line(tb, filename) -> Optional[int]:
     return line
 
 
+def _user_stack(session: Session, tb) -> list:
+    """The frames of the traceback in the user's files, outermost first."""
+    stack = []
+    for frame, lineno in traceback.walk_tb(tb):
+        name = session.files.name(frame.f_code.co_filename)
+        if name is not None:
+            stack.append({"file": name, "line": lineno, "function": frame.f_code.co_name})
+    return stack
+
+
 def _frame_line(frame, filename: str) -> Optional[int]:
     """The line of the innermost frame of `filename` on `frame`'s stack."""
     while frame is not None:
@@ -105,9 +119,16 @@ def _error(session: Session, exc: BaseException, filename: str, timeout: float,
     elif isinstance(exc, SyntaxError) and exc.filename == filename:
         err = Error(type(exc).__name__, f"{exc.msg}", exc.lineno)
     else:
-        line = _user_line(exc.__traceback__, filename)
+        # Where it was raised: the deepest frame in the user's files (a helper module's line,
+        # not the program's line that called it), with the user-side stack that led there
+        stack = _user_stack(session, exc.__traceback__)
         message = _plain_message(str(exc)) or type(exc).__name__
-        err = Error(type(exc).__name__, message + explain.did_you_mean(exc), line)
+        err = Error(type(exc).__name__, message + explain.did_you_mean(exc),
+                    stack[-1]["line"] if stack else None,
+                    file=stack[-1]["file"] if stack else None, stack=stack or None)
+        if stack and stack[-1]["file"] != session.files.main:
+            sources = session.files.sources(session.source)
+            lines = sources.get(err.file, "").splitlines()
     text = lines[err.line - 1] if err.line and 0 < err.line <= len(lines) else ""
     err.hint = explain.error_hint(err.type, err.message, text, source=session.source)
     return err
@@ -218,15 +239,20 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     limit was kept and waits for a large recording)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
-    out = _BoundedText(max_stdout)
-    err = _BoundedText(min(max_stdout, MAX_STDERR))
+    shown = terminal.opened(program)
+    out = _BoundedText(max_stdout, shown.stdout)
+    err = _BoundedText(min(max_stdout, MAX_STDERR), shown.stderr)
     error = None
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as exc:        # includes IndentationError
+        if shown.stderr is not None:  # as Python prints it, before running anything
+            shown.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+        shown.close()
         return session.finish("", _error(session, exc, filename, timeout or 0),
                               time.perf_counter() - started)
     except ValueError as exc:         # e.g. source with NUL bytes
+        shown.close()
         return session.finish("", Error("SyntaxError", str(exc), None,
                                         "The program text is not valid Python source."),
                               time.perf_counter() - started)
@@ -250,11 +276,17 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                     session, stdout, started, emit, stderr)), \
                 _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), heap.frozen(), _stdin_at_end(), \
+                mnist_served(session), _stdin_at_end(), \
                 shutdown.exit_handlers() as handlers:
             threads = set(threading.enumerate())
             try:
                 exec(code, namespace)
+            except BaseException as exc:
+                # As Python prints an uncaught exception, before the exit steps below; a
+                # timeout is tapeviz's own stop (plainly, a kill): no traceback
+                if not timer.fired:
+                    terminal.print_uncaught(exc, filename, stderr)
+                raise
             finally:
                 # As `python PROGRAM.py` exits, also after an exception or sys.exit; not
                 # after a timeout, which plainly would have been a kill.
@@ -269,6 +301,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         else:
             error = _error(session, exc, filename, timeout or 0, timer)
     finally:
+        shown.close()
         window.close()
         linecache.cache.pop(filename, None)
         if on_stopped is not None:

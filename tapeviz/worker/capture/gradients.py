@@ -86,7 +86,7 @@ class GradientsAndAlerts:
                 self.norms_from_stats.setdefault(gid, [described, []])[1].append(entry)
                 return entry
             try:
-                a = g._numpy_internal()       # a view, no copy; the job holds the tensor
+                a = g._numpy_internal()       # a view, no copy: the job holds the buffer alone
             except Exception:
                 a = None
             if a is not None and a.size > BIG:
@@ -94,7 +94,7 @@ class GradientsAndAlerts:
 
                 def job(held, entry=entry):
                     entry.norm = encode_float(numerics.norm(held[0]))
-                self.deferred.submit(job, (a, g), a.nbytes)
+                self.deferred.submit(job, (a,), a.nbytes)
                 return entry
         norm = numerics.norm(grad)
         return FlowEntry(rid, encode_float(norm)) if norm is not None else None

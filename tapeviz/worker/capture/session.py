@@ -44,7 +44,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.handle_names: dict = {}     # TF handle id -> the user's name, for variables
         self.variable_names: dict = {}   # TF handle id -> TF's own name ("conv2d/kernel")
         self.trainable: dict = {}        # TF handle id -> the variable's trainable flag
-        self.nameable: dict = {}         # class -> TENSOR, VARIABLE or "": see _name_one
+        self.nameable: dict = {}         # id(class) -> (weakref, TENSOR/VARIABLE/""): _name_one
         self.next_op = 0
         self.next_tensor = 0
         self.grad_depth = 0              # >0 while a gradient/jacobian call runs

@@ -4,6 +4,7 @@ small values), and the user's Python names bound to tensors and variables.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -76,6 +77,24 @@ def _record(rid: int, t, producer: Optional[int], line: Optional[int],
                   None, file)
 
 
+def _held_record(rid: int, a, enum: int, producer: Optional[int], line: Optional[int],
+                 file: Optional[str]) -> Tensor:
+    """_record of a held tensor, from its value (the tensor itself is not kept)."""
+    return Tensor(rid, None, list(a.shape), _DTYPE_NAMES[enum],
+                  CONSTANT if producer is None else INTERMEDIATE, None, None, producer, line,
+                  None, file)
+
+
+def _forget(table: dict, key: int):
+    """A weakref callback that drops `key` from `table` when its class dies (unless the id
+    was reused by a class seen since)."""
+    def forget(ref):
+        known = table.get(key)
+        if known is not None and known[0] is ref:
+            del table[key]
+    return forget
+
+
 class TensorsAndNames:
     """Session's part that owns `tensors`, `tid`, `handle_names`, `variable_names` and
     `trainable`: what each tensor is, and what the user called it."""
@@ -107,13 +126,17 @@ class TensorsAndNames:
 
     def _name_one(self, name, value):
         cls = value.__class__
-        kind = self.nameable.get(cls)
-        if kind is None:
+        known = self.nameable.get(id(cls))
+        if known is not None and known[0]() is cls:
+            kind = known[1]
+        else:
             # isinstance(value, tf.Variable) goes through ABC machinery, and a namespace is
-            # scanned at each new statement of the program: decided once a class
-            kind = self.nameable[cls] = (
-                TENSOR if issubclass(cls, EagerTensor) else
-                VARIABLE if issubclass(cls, tf.Variable) or cls.__name__ == "Variable" else "")
+            # scanned at each new statement of the program: decided once a class, which is
+            # held weakly (a class made per call dies as it does plainly, with its functions)
+            kind = (TENSOR if issubclass(cls, EagerTensor) else
+                    VARIABLE if issubclass(cls, tf.Variable) or cls.__name__ == "Variable"
+                    else "")
+            self.nameable[id(cls)] = (weakref.ref(cls, _forget(self.nameable, id(cls))), kind)
         if kind is TENSOR:
             rec = self.record(self.tid.get(value._id))
             if rec is not None and rec.name is None:
@@ -142,8 +165,11 @@ class TensorsAndNames:
     def new_tensors(self, ts, line: Optional[int], producer: Optional[int] = None) -> list:
         """Give tensors seen for the first time their recording ids. Runs for the outputs of
         every op (one call per op, not per tensor: a call is worth saving there), so the
-        common case, a small numeric tensor, makes no record yet: it is held with what its
-        record needs (see `record`) until the bounds decide."""
+        common case, a small numeric tensor, makes no record yet: its value is held with what
+        its record needs (see `record`) until the bounds decide. The value, not the tensor:
+        `_numpy_internal()` aliases the tensor's buffer without a copy (about 1 us) and keeps
+        the buffer alone alive, so a tensor the program lets go of dies as it does plainly
+        (weakrefs to it clear, TensorFlow's assert_no_new_tensors counts nothing)."""
         tid, lazy, phase, here = self.tid, self.lazy, self.op_phase, self.here
         rids = []
         for t in ts:
@@ -157,8 +183,13 @@ class TensorsAndNames:
             if itemsize is not None:
                 size = t._num_elements()
                 if size <= BIG:
+                    try:
+                        a = t._numpy_internal()
+                    except Exception:          # no host value (a remote device's): no stats
+                        self.tensors[rid] = _record(rid, t, producer, line, here)
+                        continue
                     nbytes = size * itemsize
-                    lazy[rid] = (t, phase, nbytes, producer, line, here)
+                    lazy[rid] = (a, enum, phase, nbytes, producer, line, here)
                     self.lazy_bytes += nbytes
                     if self.lazy_bytes > LAZY_BUDGET:
                         self.settle_oldest()
@@ -175,15 +206,15 @@ class TensorsAndNames:
         """The Tensor record of `rid`, made now for a held tensor that has none yet."""
         rec = self.tensors.get(rid)
         if rec is None and rid in self.lazy:
-            t, _, _, producer, line, file = self.lazy[rid]
-            rec = self.tensors[rid] = _record(rid, t, producer, line, file)
+            a, enum, _, _, producer, line, file = self.lazy[rid]
+            rec = self.tensors[rid] = _held_record(rid, a, enum, producer, line, file)
         return rec
 
     def producer_of(self, rid: Optional[int]) -> Optional[int]:
         """The op that made `rid`, read without making a held tensor's record."""
         held = self.lazy.get(rid)
         if held is not None:
-            return held[3]
+            return held[4]
         rec = self.tensors.get(rid)
         return rec.producer if rec is not None else None
 
@@ -206,16 +237,21 @@ class TensorsAndNames:
         size = math.prod(rec.shape)
         if size > BIG:
             try:
-                a = t._numpy_internal()   # a view, no copy; the job holds the tensor
+                a = t._numpy_internal()   # a view, no copy: the job holds the buffer alone
             except Exception:
                 return
             # Its NaN/Inf alert is decided on the stats thread; the earliest op per kind and
             # phase wins at finish.
             self.pending_stats.add(rec.id)
-            self.deferred.submit(self._describe_later(rec, self.op_phase), (a, t), a.nbytes)
+            self.deferred.submit(self._describe_later(rec, self.op_phase), (a,), a.nbytes)
+            return
+        try:
+            a = t._numpy_internal()
+        except Exception:
             return
         nbytes = size * _ITEMSIZE[rec.dtype]
-        self.lazy[rec.id] = (t, self.op_phase, nbytes, rec.producer, rec.line, rec.file)
+        self.lazy[rec.id] = (a, t._datatype_enum(), self.op_phase, nbytes, rec.producer,
+                             rec.line, rec.file)
         self.lazy_bytes += nbytes
         if self.lazy_bytes > LAZY_BUDGET:
             self.settle_oldest()
@@ -272,21 +308,17 @@ class TensorsAndNames:
 
     def settle(self, rid: int, kept: bool) -> None:
         """Describe a held tensor (`kept`), or give a dropped one its NaN/Inf check alone."""
-        t, phase, nbytes, producer, line, file = self.lazy.pop(rid)
+        a, enum, phase, nbytes, producer, line, file = self.lazy.pop(rid)
         self.lazy_bytes -= nbytes
         owed = self.norms_from_stats.get(rid)
-        try:
-            a = t._numpy_internal()
-        except Exception:
-            a = None                          # a kept one still gets its record, without stats
         if not (kept or owed is not None or (
-                a is not None and producer is not None and a.dtype.kind in "fc"
+                producer is not None and a.dtype.kind in "fc"
                 and not np.isfinite(np.add.reduce(a.reshape(-1))))):
             return                            # dropped, and no NaN/Inf (or overflow) in it
         rec = self.tensors.get(rid) or (owed[0] if owed is not None else None)
         if rec is None:
             try:
-                rec = _record(rid, t, producer, line, file)
+                rec = _held_record(rid, a, enum, producer, line, file)
             except Exception as e:            # at finish: a warning, never a lost recording
                 rec = Tensor(rid, None, [], "unknown", CONSTANT if producer is None
                              else INTERMEDIATE, producer=producer, line=line, file=file)
@@ -295,8 +327,7 @@ class TensorsAndNames:
                 self.tensors[rid] = rec
         if owed is not None:
             owed[0] = rec                     # the norms flow_entry left come from its stats
-        if a is not None:
-            self._describe_later(rec, phase)((a, t))
+        self._describe_later(rec, phase)((a,))
 
     def settle_dropped(self, keep: set) -> None:
         """Held tensors that compaction forgot (not in `keep`): only their NaN/Inf check is

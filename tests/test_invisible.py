@@ -1,0 +1,230 @@
+"""The recorder is invisible: a program recorded (in-process, through `tapeviz.capture()`, and
+through the worker with `python -m tapeviz record`) frees what it lets go of, closes every
+tape, and prints what plain Python prints. The reference is always the same program run
+plainly; TensorFlow's own checkers (`test_util.assert_no_new_tensors`,
+`assert_no_garbage_created`) and `weakref`s do the counting."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+from tapeviz.worker import recorder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def plain_run(tmp_path, name: str, text: str, *args) -> subprocess.CompletedProcess:
+    """`python NAME ARGS` in tmp_path: the reference."""
+    (tmp_path / name).write_text(text)
+    return subprocess.run([sys.executable, name, *args], cwd=tmp_path, env=ENV,
+                          capture_output=True, text=True, timeout=300)
+
+
+def program_part(stderr: str) -> str:
+    """stderr without the lines TensorFlow's C++ logging writes at import (timestamped)."""
+    return "".join(line for line in stderr.splitlines(True)
+                   if not line.startswith(("I0000 ", "WARNING: All log messages before absl")))
+
+
+def cli_record(tmp_path, name: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json", name,
+                           "--", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+
+
+def in_process(text: str, filename: str):
+    """Record `text` in this process, as the worker does; returns (recording, stdout)."""
+    rec = recorder.record(text, filename=filename, timeout=300)
+    return rec, rec.stdout
+
+
+# -- every tape closes at its __exit__ ----------------------------------------------------------
+
+TAPES_FREED = src("""
+    import gc, weakref
+    import tensorflow as tf
+    from tensorflow.python.eager import backprop
+    x = tf.random.normal([200_000])
+    small = tf.constant([1.0, 2.0])
+    refs = []
+    for step in range(3):
+        with backprop.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            tape.watch(small)
+            y = tf.exp(x)
+            z = small * 3.0
+        tape.gradient(y, x)
+        tape.gradient(z, small)
+        refs.append(weakref.ref(y))
+        refs.append(weakref.ref(z))
+        del tape, y, z
+    gc.collect()
+    print("tape outputs freed:", [r() is None for r in refs])
+""")
+
+
+def test_a_tape_of_tensorflows_own_class_closes_and_frees_its_tensors(tmp_path):
+    plain = plain_run(tmp_path, "tapes.py", TAPES_FREED)
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stderr
+    rec, out = in_process(TAPES_FREED, str(tmp_path / "tapes.py"))
+    assert rec.error is None and out == plain.stdout
+    assert len(rec.tapes) == 3
+    assert [t.parent for t in rec.tapes] == [None] * 3, "each tape closed before the next"
+    assert all((t.line, t.end_line) == (8, 12) for t in rec.tapes)
+
+
+# -- nothing outlives the program's own references ----------------------------------------------
+
+CHECKED = src("""
+    import unittest
+    import tensorflow as tf
+    from tensorflow.python.eager import backprop
+    from tensorflow.python.framework import test_util
+
+
+    class Case(unittest.TestCase):      # TensorFlow's checkers decorate a test method
+        def runTest(self):
+            pass
+
+
+    @test_util.assert_no_new_tensors
+    @test_util.assert_no_garbage_created
+    def tape_of_tensorflows_class(self):
+        a = tf.constant(2.0, shape=[2, 2])
+        with backprop.GradientTape(persistent=True) as tape:
+            tape.watch(a)
+            b = a * a + 1.0
+        print("grad", tape.gradient(b, [a])[0].numpy().tolist())
+
+
+    @test_util.assert_no_new_tensors
+    def small_outputs_and_a_class_per_call(self):
+        for step in range(20):
+            Layer = type(f"Layer{step}", (), {"scale": tf.constant(float(step))})
+            layer = Layer()
+            with tf.GradientTape() as tape:
+                w = tf.constant([1.0, 2.0, 3.0])
+                tape.watch(w)
+                loss = tf.reduce_sum(w * layer.scale)
+            tape.gradient(loss, w)
+        print("loss", float(loss))
+
+
+    for check in (tape_of_tensorflows_class, small_outputs_and_a_class_per_call):
+        try:
+            check(Case())
+            print(check.__name__, "passed")
+        except AssertionError as e:
+            print(check.__name__, "failed:", str(e).splitlines()[0][:200])
+""")
+
+
+def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
+    plain = plain_run(tmp_path, "checked.py", CHECKED)
+    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
+    rec, out = in_process(CHECKED, str(tmp_path / "checked.py"))
+    assert rec.error is None and out == plain.stdout
+    assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
+
+
+# -- the terminal shows what plain Python shows -------------------------------------------------
+
+def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
+    (tmp_path / "helper.py").write_text(src("""
+        def f(n):
+            x = n * 2
+            raise ValueError(f"boom {x}")
+    """))
+    main = src("""
+        import sys
+        import helper
+        import tensorflow as tf
+        for i in range(3000):
+            print(f"step {i} " + "x" * 60)
+            print(f"log {i} " + "y" * 60, file=sys.stderr)
+        print(float(tf.reduce_sum(tf.constant([1.0, 2.0]))))
+        helper.f(2)
+    """)
+    plain = plain_run(tmp_path, "main.py", main)
+    assert plain.returncode == 1 and len(plain.stderr) > 200_000
+    recorded = cli_record(tmp_path, "main.py")
+    assert recorded.returncode == plain.returncode
+    assert recorded.stdout == plain.stdout
+    # the program's stderr whole, traceback included; then tapeviz's own summary lines
+    assert program_part(plain.stderr) in program_part(recorded.stderr), recorded.stderr[-2000:]
+    assert "tapeviz record: ValueError at helper.py line 3: boom 4" in recorded.stderr
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert (data["error"]["file"], data["error"]["line"]) == ("helper.py", 3)
+    assert [(f["file"], f["line"]) for f in data["error"]["stack"]] == [("main.py", 8),
+                                                                         ("helper.py", 3)]
+    assert data["stderr"].startswith("[... ") and data["stderr"].endswith(
+        plain.stderr[-5000:]), "what the recording stores is bounded, and says so"
+
+
+# -- never substitute data ----------------------------------------------------------------------
+
+LOAD = src("""
+    import numpy as np
+    import tensorflow as tf
+    (x, y), (xt, yt) = tf.keras.datasets.mnist.load_data()
+    print(x.shape, x.dtype, y.shape, xt.shape, yt.dtype, int(x.sum()), int(yt.sum()))
+""")
+
+
+def test_load_data_offline_fails_as_plainly(tmp_path):
+    env = dict(ENV, HOME=str(tmp_path))        # no Keras cache, no local copy: Keras's own
+    env.pop("TAPEVIZ_MNIST_DIR", None)
+    (tmp_path / "load.py").write_text(LOAD)
+    plain = subprocess.run([sys.executable, "load.py"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json",
+                               "load.py"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+    assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout)
+    if plain.returncode == 0:
+        pytest.skip("this machine reaches Keras's download: nothing to compare offline")
+    error = json.loads((tmp_path / "run.json").read_text())["error"]
+    assert plain.stderr.strip().splitlines()[-1] == f"{error['type']}: {error['message']}"
+
+
+def test_load_data_is_served_only_with_kerass_own_arrays(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    arrays = {"x_train": rng.integers(0, 256, (60_000, 28, 28), dtype=np.uint8),
+              "y_train": rng.integers(0, 10, 60_000, dtype=np.uint8),
+              "x_test": rng.integers(0, 256, (10_000, 28, 28), dtype=np.uint8),
+              "y_test": rng.integers(0, 10, 10_000, dtype=np.uint8)}
+    np.savez(tmp_path / "mnist.npz", **arrays)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))      # no Keras cache
+    monkeypatch.setenv("TAPEVIZ_MNIST_DIR", str(tmp_path))
+    namespace = {}
+    rec = recorder.record(LOAD, namespace=namespace, timeout=300)
+    assert rec.error is None
+    for name, key in (("x", "x_train"), ("y", "y_train"), ("xt", "x_test"), ("yt", "y_test")):
+        np.testing.assert_array_equal(namespace[name], arrays[key], strict=True)
+    (served,) = [w for w in rec.warnings if w.get("kind") == "data"]
+    assert served["line"] == 3 and "60,000 training" in served["message"]
+    # A copy that is not what Keras returns (the 10k test set alone) is not served: the
+    # program gets Keras's own answer, here its failure offline
+    np.savez(tmp_path / "mnist.npz", x=arrays["x_test"], y=arrays["y_test"])
+    try:
+        tf.keras.datasets.mnist.load_data()
+        plain_error = None
+    except Exception as e:
+        plain_error = (type(e).__name__, str(e))
+    rec = recorder.record(LOAD, timeout=300)
+    assert not [w for w in rec.warnings if w.get("kind") == "data"]
+    if plain_error is None:
+        assert rec.error is None
+    else:
+        assert (rec.error.type, rec.error.message) == plain_error
