@@ -116,7 +116,7 @@ def _sums(flat: np.ndarray) -> tuple:
     squares are einsum's: its C loops are SIMD, make no temporary and start no thread, but
     accumulate in order, so the blocks are short. They cost the stats thread a fifth of what
     NumPy's pairwise `add.reduce` along 4,096-element rows and a squared copy did
-    (bench/bench_stats.py: 100 against 450 us for a 32x26x26x16 activation), and on a
+    (`python bench/record_cost.py stats`: 100 against 450 us for a 32x26x26x16 activation), and on a
     2-core machine every microsecond there is taken from TensorFlow's kernels. (np.dot
     would be faster still, but any BLAS call wakes OpenBLAS's worker threads, which then
     spin on a core the program needs.) Everything else, and the blocks' remainder,

@@ -7,7 +7,7 @@ BiasAdd, an Identity, an Add of equal shapes, a variable's read. A program meets
 when it names both tensors of such a pair. The flow view asks for every tensor between the
 sources and the target, so on every step it named such pairs: on the eager guide's CNN
 loop the gradients of the two convolutions' outputs (1.3 MB each) stayed alive, and the
-recorded loop's memory grew by about 3 MB a step (`python bench/bench_memory.py`).
+recorded loop's memory grew by about 3 MB a step (`python bench/record_cost.py memory`).
 
 `release` gives back the references that tapeviz's own extra sources cost, and leaves
 those of the sources the program named as TensorFlow leaves them. How many references
