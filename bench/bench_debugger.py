@@ -43,7 +43,7 @@ def run_to_figure(pool: runner.Runner, source: str) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     rec = Recording.from_dict(pool.record(source))
     t1 = time.perf_counter()
-    draw(rec, tape=view.default_tape(rec), group=view.auto_group(rec))
+    draw(rec, tape=view.default_tape(rec), group=graph.opens_grouped(rec))
     return t1 - t0, time.perf_counter() - t0, len(rec.ops)
 
 

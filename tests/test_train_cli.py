@@ -43,5 +43,5 @@ def test_bad_usage_exits_2(argv, complaint, capsys):
 
 def test_nan_values_become_null_in_strict_json():
     record = {"loss": float("nan"), "grad_norms": {"a": float("inf"), "b": 1.0}, "images": [[1, 2]]}
-    assert json.dumps(train_cli.plain(record), allow_nan=False) == \
+    assert json.dumps(train_cli.nan_as_null(record), allow_nan=False) == \
         '{"loss": null, "grad_norms": {"a": null, "b": 1.0}, "images": [[1, 2]]}'

@@ -95,14 +95,14 @@ class EpochPrinter:
             print(f"done after {record['step']} steps ({record['reason']}, {record['elapsed_s']:.1f} s training)")
 
 
-def plain(value):
+def nan_as_null(value):
     """Strict JSON has no NaN or Infinity: write them as null (the warning record says why)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: nan_as_null(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [plain(v) for v in value]
+        return [nan_as_null(v) for v in value]
     return value
 
 
@@ -118,7 +118,7 @@ def main(args) -> int:
     try:
         def emit(record: dict) -> None:
             if out is not None:
-                out.write(json.dumps(plain(record), allow_nan=False) + "\n")
+                out.write(json.dumps(nan_as_null(record), allow_nan=False) + "\n")
             printer(record)
 
         training.run(config_from(args), emit)
