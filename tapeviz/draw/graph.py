@@ -232,12 +232,6 @@ def gradient_calls(rec: Recording) -> list:
     return out
 
 
-def none_results(rec: Recording, tape_id: Optional[int], call_index: int) -> dict:
-    """{source node id: why its gradient is None} for one gradient call."""
-    alias, _ = _read_aliases(rec)
-    return _none_reasons(gradient_call(rec, tape_id, call_index), alias)
-
-
 def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optional[nx.DiGraph] = None) -> dict:
     """{node id: norm of d target / d node} for one gradient call.
 
