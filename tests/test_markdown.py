@@ -2,6 +2,7 @@
 the debugger and training pages put such text, rendered by a real CommonMark renderer
 (markdown-it, HTML on), shows it literally, with no link, image or HTML made from it.
 No Streamlit, no TensorFlow."""
+import html
 import re
 
 import pytest
@@ -13,22 +14,33 @@ from tapeviz.recording import Recording
 
 HOSTILE = ("![x](http://evil.example/x.png) [Your session expired: log in again](http://evil.example) "
            "<img src=x onerror=alert(1)> <a href='http://evil.example'>a</a> www.evil.example "
-           "**bold** :red[red] :material/home: $x^2$ # heading")
+           "**bold** :red[red] :material/home: $x^2$ # heading me@evil.example WWW.evil.example")
 RENDER = MarkdownIt("commonmark", {"html": True})
+
+
+# GFM's autolink literals, found in the parsed text (escapes already undone) as Streamlit's
+# remark-gfm finds them (not in code spans): markdown-it's CommonMark does not look for them.
+GFM_AUTOLINK = re.compile(r"(?i)(?:^|[\s*_~(])(?:www\.|https?://)|[\w.+-]+@[\w-]+\.[\w-]")
 
 
 def inert(md: str) -> str:
     """The rendered HTML of `md`, checked to carry no element made from HOSTILE."""
     out = RENDER.render(md)
+    outside_code = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<code>.*?</code>", "", out)))
+    assert not GFM_AUTOLINK.search(outside_code), outside_code
     assert not re.search(r"<(a|img|h1|script)\b", out), out
     assert "evil.example" not in "".join(re.findall(r'(?:href|src)="[^"]*"', out)), out
     return out
 
 
-def shown(md: str) -> str:
-    """What a reader sees: the rendered text, tags removed, entities read back."""
-    import html
+def parsed_text(md: str) -> str:
+    """The rendered text, tags removed, entities read back."""
     return html.unescape(re.sub(r"<[^>]+>", "", RENDER.render(md)))
+
+
+def shown(md: str) -> str:
+    """What a reader sees: the invisible word joiner is not seen."""
+    return parsed_text(md).replace("\u2060", "")
 
 
 def test_literal_shows_hostile_text_as_typed():

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-# Every character markdown, HTML, LaTeX ($) or a GFM autolink (www. a@b) could act on.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$&\"'=^@/])")
+# Every character markdown, HTML or LaTeX ($) could act on.
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$&\"'=^/])")
 
 
 def literal(text, limit: Optional[int] = None) -> str:
@@ -44,5 +44,12 @@ def _code_span(part: str) -> str:
     return "\\`" + _escaped(part) + "\\`"      # `` or ` `: not a code span, two backticks
 
 
+# GFM links bare www.x and a@b.c even through backslashes (Streamlit finds them in the text
+# after parsing): an invisible word joiner after "www" and "@" breaks both patterns.
+_AUTOLINK = re.compile(r"(www|@)(?=\\.|\w)", re.IGNORECASE)
+_JOINER = "\u2060"
+
+
 def _escaped(text: str) -> str:
-    return _SPECIAL.sub(r"\\\1", text).replace(":", "∶")
+    text = _SPECIAL.sub(r"\\\1", text).replace(":", "∶")
+    return _AUTOLINK.sub(lambda m: m.group(1) + _JOINER, text)
