@@ -170,22 +170,21 @@ def seen(text: str) -> str:
     return text.replace("∶", ":").replace("\u2060", "")
 
 
-def test_a_programs_error_renders_as_text_and_fetches_nothing(server):
+def test_a_programs_error_renders_as_text_and_fetches_nothing(server, page):
     asked = []
-    with browser_page() as page:
-        page.on("request", lambda request: asked.append(request.url))
-        open_code(page, server, HOSTILE)
-        page.wait_for_selector("[data-testid='stAlert'] >> text=log in again", timeout=WAIT_MS)
-        page.wait_for_timeout(1000)
-        alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
-        said = seen(next(a for a in alerts if "log in again" in a))
-        assert "Evil![t](http://evil.invalid/t.png)" in said
-        assert ("![x](http://evil.invalid/x.png) [Your session expired: log in again](http://evil.invalid/login) "
-                "<img src=http://evil.invalid/i.png> www.evil.invalid :red[red]") in said
-        made = page.evaluate("""Array.from(document.querySelectorAll('a[href], img[src]'))
-            .map(e => e.getAttribute('href') || e.getAttribute('src'))""")
-        assert not [m for m in made if "evil" in m], made
-        assert not [url for url in asked if "evil" in url], asked
-        status = seen(" ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts()))
-        assert "it stopped with Evil![t](http://evil.invalid/t.png)" in status, status
-        assert_no_exception(page)
+    page.on("request", lambda request: asked.append(request.url))
+    open_code(page, server, HOSTILE)
+    page.wait_for_selector("[data-testid='stAlert'] >> text=log in again", timeout=WAIT_MS)
+    page.wait_for_timeout(1000)
+    alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
+    said = seen(next(a for a in alerts if "log in again" in a))
+    assert "Evil![t](http://evil.invalid/t.png)" in said
+    assert ("![x](http://evil.invalid/x.png) [Your session expired: log in again](http://evil.invalid/login) "
+            "<img src=http://evil.invalid/i.png> www.evil.invalid :red[red]") in said
+    made = page.evaluate("""Array.from(document.querySelectorAll('a[href], img[src]'))
+        .map(e => e.getAttribute('href') || e.getAttribute('src'))""")
+    assert not [m for m in made if "evil" in m], made
+    assert not [url for url in asked if "evil" in url], asked
+    status = seen(" ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts()))
+    assert "it stopped with Evil![t](http://evil.invalid/t.png)" in status, status
+    assert_no_exception(page)
