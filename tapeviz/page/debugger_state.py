@@ -58,6 +58,9 @@ def hand_over(session: MutableMapping, source: str, call: Optional[int] = None) 
 
 
 class DebuggerState:
+    """What the debugger page keeps for one browser session, and its run's lifecycle:
+    start_run -> settle (a quick run) or take (after the page waited) -> adopt."""
+
     def __init__(self, widgets: MutableMapping):
         self.widgets = widgets
         self.owner = uuid.uuid4().hex       # whose runs Cancel ends
@@ -223,8 +226,10 @@ class DebuggerState:
         steps = [k for k in self.widgets if str(k).startswith(STEP_PREFIX)]
         for key in [*VIEW_WIDGETS, *steps]:
             self.widgets.pop(key, None)
-        opening = view.opening(rec)
-        self.focus, self.unfold, self.graph_seen = opening.pop("focus", None), opening.pop("unfold"), ()
+        opening = view.opening(rec)      # widget values, and two of this object's own
+        self.focus = opening.pop("focus", None)
+        self.unfold = opening.pop("unfold")
+        self.graph_seen = ()
         self.rec, self.rec_dict, self.run_id = rec, recorded, self.run_id + 1
         self.widgets.update(group=graph.opens_grouped(rec), **opening)
 
