@@ -195,7 +195,7 @@ def run_to_figure(pool, source: str) -> tuple:
     t0 = time.perf_counter()
     rec = Recording.from_dict(pool.record(source))
     t1 = time.perf_counter()
-    G = graph.build(rec, tape=view.default_tape(rec), group=view.auto_group(rec))
+    G = graph.build(rec, tape=view.default_tape(rec), group=graph.opens_grouped(rec))
     pos = layout.layered(G)
     t2 = time.perf_counter()
     fig = figures.op_graph(G, pos)

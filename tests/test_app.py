@@ -1,12 +1,13 @@
 """The debugger page through streamlit.testing: every example runs in a real worker and draws."""
 import os
 import pathlib
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tapeviz import examples
-from tapeviz.page import editor, share
+from tapeviz.page import debugger_state, editor, share
 
 # Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
 os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")
@@ -27,13 +28,21 @@ def typed(source):
     type into (tests/test_editor_browser.py drives it in a browser), so this sets what its
     submit sets."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
-    at.session_state.source = source
-    at.session_state.pending = True
+    state(at).edited(source, submitted=True)
     return at.run()
+
+
+def state(at):
+    return at.session_state[debugger_state.KEY]
 
 
 def texts(elements):
     return "\n".join(str(e.value) for e in elements)
+
+
+def shown(elements):
+    """What a reader sees of markdown made by markdown.literal: no backslash escapes."""
+    return re.sub(r"\\(.)", r"\1", texts(elements)).replace("∶", ":")
 
 
 def charts(at):
@@ -44,7 +53,7 @@ def charts(at):
 def test_every_example_runs_from_its_link_and_draws(name):
     at = opened(example=name)
     assert not at.exception
-    assert at.session_state.source == editor.example_code(name)     # the code, not its docstring
+    assert state(at).source == editor.example_code(name)     # the code, not its docstring
     assert charts(at), f"{name}: no graph; errors: {texts(at.error)}"
     # those are about an error, a NaN, or None gradients (called out in red, unasked)
     if name not in ("nonpersistent_error", "nan_hunt", "none_gradients"):
@@ -55,10 +64,10 @@ def test_the_bare_address_opens_on_the_first_lesson_as_its_link_does():
     # A class opens the app's address and should see a lesson drawn, not an empty page
     bare, link = opened(), opened(example=examples.names()[0])
     assert not bare.exception
-    assert bare.session_state.rec is not None, "the bare page ran nothing"
-    assert bare.session_state.source == link.session_state.source
-    assert [op.type for op in bare.session_state.rec.ops] == \
-        [op.type for op in link.session_state.rec.ops]
+    assert state(bare).rec is not None, "the bare page ran nothing"
+    assert state(bare).source == state(link).source
+    assert [op.type for op in state(bare).rec.ops] == \
+        [op.type for op in state(link).rec.ops]
     assert len(charts(bare)) == len(charts(link)) > 0
 
 
@@ -81,7 +90,7 @@ def test_nonpersistent_error_shows_the_runtime_error_its_line_and_hint():
     call = examples.load("nonpersistent_error").source.splitlines()[18]
     line = editor.example_code("nonpersistent_error").splitlines().index(call) + 1
     assert "RuntimeError" in texts(at.error) and f"line {line}" in texts(at.error)
-    assert "persistent=True" in texts(at.info)
+    assert "persistent=True" in shown(at.info)
     assert "dz_dx = 108.0" in texts(at.code)
     assert charts(at)     # the partial recording is still drawn
 
@@ -159,12 +168,12 @@ def test_pages_opening_one_link_share_its_run():
     first, second = opened(example="higher_order"), opened(example="higher_order")
     assert not second.exception
     assert session.link_runs().age(editor.example_code("higher_order")) is not None
-    said = second.session_state.run_status[0]
+    said = state(second).run_status[0]
     assert "from this link's recording" in said, said
-    assert [op.type for op in second.session_state.rec.ops] == \
-        [op.type for op in first.session_state.rec.ops]
-    second.session_state.pending = True
+    assert [op.type for op in state(second).rec.ops] == \
+        [op.type for op in state(first).rec.ops]
+    state(second).edited(None, submitted=True)
     second.run()
-    said = second.session_state.run_status[0]
+    said = state(second).run_status[0]
     assert said.startswith("Run → drawn in"), said
-    assert second.session_state.rec.tapes and not second.exception
+    assert state(second).rec.tapes and not second.exception

@@ -152,3 +152,39 @@ def test_large_text_labels_are_16px_and_never_overlap(server, page):
     assert sizes and min(sizes) >= 16
     assert label_overlaps(page) == []
     page.screenshot(path=screenshot_path("debugger_large_text.png"))
+
+
+# A program's error is text: its message and its exception's name are shown as typed, and
+# no image is fetched and no link drawn from them, on a page opened from its share link.
+HOSTILE = """import tensorflow as tf
+x = tf.constant(1.0) * 2
+evil = type("Evil![t](http://evil.invalid/t.png)", (ValueError,), {})
+raise evil("![x](http://evil.invalid/x.png) [Your session expired: log in again](http://evil.invalid/login) "
+           "<img src=http://evil.invalid/i.png> www.evil.invalid :red[red]")
+"""
+
+
+def seen(text: str) -> str:
+    """Text as a reader takes it: markdown.literal's stand-ins for ":" and its invisible
+    word joiner (which stops www. and a@b.c from becoming links) read as what they stand for."""
+    return text.replace("∶", ":").replace("\u2060", "")
+
+
+def test_a_programs_error_renders_as_text_and_fetches_nothing(server, page):
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    open_code(page, server, HOSTILE)
+    page.wait_for_selector("[data-testid='stAlert'] >> text=log in again", timeout=WAIT_MS)
+    page.wait_for_timeout(1000)
+    alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
+    said = seen(next(a for a in alerts if "log in again" in a))
+    assert "Evil![t](http://evil.invalid/t.png)" in said
+    assert ("![x](http://evil.invalid/x.png) [Your session expired: log in again](http://evil.invalid/login) "
+            "<img src=http://evil.invalid/i.png> www.evil.invalid :red[red]") in said
+    made = page.evaluate("""Array.from(document.querySelectorAll('a[href], img[src]'))
+        .map(e => e.getAttribute('href') || e.getAttribute('src'))""")
+    assert not [m for m in made if "evil" in m], made
+    assert not [url for url in asked if "evil" in url], asked
+    status = seen(" ".join(page.locator("[data-testid='stCaptionContainer']").all_inner_texts()))
+    assert "it stopped with Evil![t](http://evil.invalid/t.png)" in status, status
+    assert_no_exception(page)

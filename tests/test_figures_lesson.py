@@ -5,6 +5,7 @@ import pytest
 from tapeviz.draw import figures, graph, layout
 from test_graph import Builder, keras_like, o, t, wxb
 from test_graph_lesson import loop
+from test_figures import label_boxes, overlaps
 from tapeviz.recording import Stats, Tape
 
 
@@ -75,9 +76,9 @@ def test_labels_never_overlap_on_the_lesson_graphs():
     for rec, kw in [(wxb()[0], dict(tape=1, call=0)), (keras_like()[0], dict(tape=1, call=0)),
                     (loop(3000)[0], dict(tape=1, call=0)), (cube()[0], dict(tape=1))]:
         _, _, fig = drawn(rec, **kw)
-        boxes = figures.label_boxes(fig)
+        boxes = label_boxes(fig)
         assert boxes, "a lesson graph must carry labels"
-        assert figures.overlaps(boxes) == []
+        assert overlaps(boxes) == []
 
 
 def test_wxb_shows_each_variables_gradient_on_its_node():
@@ -104,7 +105,7 @@ def test_large_text_is_at_least_16_px_and_still_without_overlaps():
     fig = figures.op_graph(G, layout.layered(G), large_text=True)
     assert all(tr.textfont.size >= 16 for tr in fig.data if tr.customdata is not None and tr.text is not None)
     assert fig.layout.font.size >= 16
-    assert figures.overlaps(figures.label_boxes(fig)) == []
+    assert overlaps(label_boxes(fig)) == []
 
 
 def test_a_3000_op_loop_draws_a_handful_of_markers_naming_the_count():
@@ -141,4 +142,4 @@ def test_none_note_and_labels_do_not_collide():
     box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]), note.ay)
     markers = [screen.marker_box(pos[n], figures._radius(G, n)) for n in G if n != t(ids["x"])]
     assert not any(figures._intersect(box, m) for m in markers)
-    assert not any(figures._intersect(box, b) for _, b in figures.label_boxes(fig))
+    assert not any(figures._intersect(box, b) for _, b in label_boxes(fig))

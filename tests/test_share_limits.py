@@ -4,7 +4,7 @@ import random
 import re
 import string
 
-from tapeviz.page import share
+from tapeviz.page import markdown, share
 
 
 def test_a_link_over_the_cap_is_refused_with_a_message():
@@ -21,10 +21,10 @@ def test_a_link_over_the_cap_is_refused_with_a_message():
 
 def test_url_text_is_inert_markdown():
     crafted = ("x](http://evil) ![i](http://evil/i.png) <img src=x onerror=alert(1)> "
-               ":material/home: :red[big] **bold** `code` \\ $x$\n# heading")
-    text = share.plain(crafted, limit=500)
+               ":material/home: :red[big] **bold** `unpaired \\ $x$\n# heading")
+    text = markdown.literal(crafted, limit=500)
     # every markdown/HTML character is backslash-escaped, none is left bare
     bare = re.sub(r"\\.", "", text)
     assert not set(bare) & set("[]()!<>*`$#\\_"), bare
     assert ":" not in text and "\n" not in text
-    assert len(share.plain("a" * 1000)) <= 81
+    assert len(markdown.literal("a" * 1000, limit=80)) <= 81

@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from tapeviz.draw import graph
-from tapeviz.page import share, view
+from tapeviz.page import markdown, share, view
 from tapeviz.recording import Recording
 from test_graph import keras_like, wxb
 
@@ -50,8 +50,8 @@ def test_grouped_nodes_are_found_for_their_ops_and_offer_expansion():
     relu = rec.tensor(ids["h"]).producer
     node = view.node_for_op(G, relu)
     assert node.startswith("g:") and view.details(rec, G, node).group == "sequential/dense"
-    assert view.auto_group(rec) is False        # small: opens flat
-    assert "sequential/dense" in view.group_keys(rec)
+    assert graph.opens_grouped(rec) is False        # small: opens flat
+    assert "sequential/dense" in graph.group_keys(rec)
 
 
 def test_code_excerpt_highlights_and_escapes_its_line():
@@ -62,4 +62,4 @@ def test_code_excerpt_highlights_and_escapes_its_line():
 
 
 def test_markdown_text_stays_as_typed():
-    assert view.plain("y = x**3 and a_b") == "y = x\\*\\*3 and a\\_b"
+    assert markdown.literal("y = x**3 and a_b") == "y \\= x\\*\\*3 and a\\_b"

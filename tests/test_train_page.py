@@ -9,6 +9,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tapeviz.page import debugger_state
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
@@ -119,11 +121,11 @@ def test_inspect_this_step_opens_the_debugger_on_the_recorded_step():
     assert not at.exception, at.exception
     if live:     # the step the run takes next: its weights, Adam's state and batch
         assert run.snapshot is not None and "error" not in run.snapshot
-        assert at.session_state.source == run.snapshot["step_program"]
-        assert "np.load" in at.session_state.source
+        assert at.session_state[debugger_state.KEY].source == run.snapshot["step_program"]
+        assert "np.load" in at.session_state[debugger_state.KEY].source
         assert not at.error, [e.value for e in at.error]
     else:
-        assert at.session_state.source == program
+        assert at.session_state[debugger_state.KEY].source == program
     shown = at.selectbox(key="view").value                  # the step's gradient flow
     assert shown.startswith("call:") and shown.endswith(":0"), shown
     assert at.toggle(key="group").value is True             # grouped by layer

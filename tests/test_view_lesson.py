@@ -1,7 +1,7 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.draw import graph
-from tapeviz.page import view
+from tapeviz.page import markdown, view
 from tapeviz.recording import Alert, Recording, Tape
 from test_graph import o, t, wxb
 from test_graph_lesson import loop
@@ -82,7 +82,7 @@ def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
     first = view.revealed(G, order[0])
     assert {t(ids["w"]), t(ids["x"]), o(rec, ids["wx"]), t(ids["wx"])} <= first
     assert t(ids["z"]) not in first and view.revealed(G, order[-1]) == set(G)
-    assert view.step_words(G, order[1]) == "AddV2 (forward, line 4)"
+    assert view.step_words(G, order[1]) == markdown.literal("AddV2 (forward, line 4)")
 
 
 def test_a_fold_offers_unfolding_in_the_inspector():

@@ -6,7 +6,8 @@ import streamlit as st
 
 from tapeviz import data
 from tapeviz.draw import train_figures
-from tapeviz.page import mode, session, train_state
+from tapeviz.page import debugger_state, mode, session, train_state
+from tapeviz.page.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 MODELS = {"guide": "Eager guide's CNN (learns slowly)",
@@ -69,11 +70,11 @@ def check_upload():
     try:
         digits = data.load_npz_bytes(raw)
     except ValueError as exc:
-        st.session_state.t_upload_note = ("error", str(exc))
+        st.session_state.t_upload_note = ("error", literal(exc, 500))
         return
     count = len(digits.test_labels) + (len(digits.train_labels) if digits.has_train else 0)
     st.session_state.t_upload_b64 = base64.b64encode(raw).decode("ascii")
-    st.session_state.t_upload_note = ("success", f"{file.name}: {count:,} digits of shape "
+    st.session_state.t_upload_note = ("success", f"{literal(file.name, 200)}: {count:,} digits of shape "
                                       f"{digits.test_images.shape[1]}x{digits.test_images.shape[2]}.")
 
 
@@ -145,9 +146,7 @@ def dashboard():
         snap = None if session.runner().sandboxed else run.snapshot_now()
         if snap and snap.get("step_program"):
             program = snap["step_program"]
-        st.session_state.update(source=program, pending=True,
-                                after_run={"call": 0})   # open on the step's gradient flow
-        st.session_state.pop("example", None)
+        debugger_state.hand_over(st.session_state, program, call=0)   # the step's gradient flow
         st.switch_page("views/debugger.py")
 
     if run is None:
@@ -177,16 +176,16 @@ def dashboard():
     m[4].metric("Loss", f"{run.steps[-1]['loss']:.3f}" if run.steps else "—")
     m[5].metric("Held-out accuracy", f"{run.evals[-1]['accuracy']:.1%}" if run.evals else "—")
     if run.start:
-        st.caption(f"**Data:** {run.start['source']}  ·  {run.start['train_size']:,} train / "
+        st.caption(f"**Data:** {literal(run.start['source'], 300)}  ·  {run.start['train_size']:,} train / "
                    f"{run.start['test_size']:,} held-out digits  ·  model **{cfg['model']}** "
                    f"({run.start['params']:,} parameters), batch {cfg['batch_size']}, learning rate "
                    f"{cfg['learning_rate']:g}, {run.mode}")
         if run.start.get("notes"):
             with st.expander("Sources passed over"):
-                st.markdown("\n".join(f"- {note}" for note in run.start["notes"]))
+                st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
 
     if run.error:
-        st.error(f"**The run failed:** {run.error}")
+        st.error(f"**The run failed:** {literal(run.error, 2_000)}")
     listed = train_state.first_per_layer(run.warnings)
     for warning in listed[:6]:
         (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))

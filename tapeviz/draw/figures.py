@@ -139,30 +139,6 @@ def chart_height(pos: dict) -> int:
     return int(min(MAX_HEIGHT, max(MIN_HEIGHT, 230 + 95 * (rows - 1))))
 
 
-def label_boxes(fig: go.Figure) -> list:
-    """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
-    what the no-overlap rule is checked against (tests; the browser test measures the real ones)."""
-    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
-    screen = _Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
-                     (fig.layout.height or PLOT_H + PLOT_MARGIN) - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if bar else 0))
-    font = fig.layout.font.size or LABEL_FONT
-    out = []
-    for tr in fig.data:
-        if tr.text is None or tr.x is None or tr.customdata is None:
-            continue
-        places = tr.textposition if isinstance(tr.textposition, (list, tuple)) else [tr.textposition] * len(tr.x)
-        sizes = tr.marker.size if isinstance(tr.marker.size, (list, tuple)) else [tr.marker.size] * len(tr.x)
-        for node, x, y, text, place, size in zip(tr.customdata, tr.x, tr.y, tr.text, places, sizes):
-            if text:
-                out.append((node, screen.label_box((x, y), (size or 0) / 2, str(text).split("<br>"), place, font)))
-    return out
-
-
-def overlaps(boxes: list) -> list:
-    """Pairs of labels whose boxes intersect."""
-    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if _intersect(p, q)]
-
-
 def to_html(fig: go.Figure) -> str:
     """A standalone HTML page for the download button; plotly.js is inlined so it opens offline."""
     return fig.to_html(include_plotlyjs=True, full_html=True)

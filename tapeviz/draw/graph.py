@@ -19,6 +19,7 @@ TAPE_SCOPE_PREFIX = "gradient_tape/"
 # into their variable instead, see _read_aliases).
 PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
                       "NoOp", "_EagerConst"})
+GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
 FOLD_PREFIX = "r:"
 
@@ -80,6 +81,23 @@ def group_key(scope: Optional[str]) -> Optional[str]:
         scope = scope[len(TAPE_SCOPE_PREFIX):]
     parts = [p for p in scope.split("/") if p]
     return "/".join(parts[:2]) or None
+
+
+def group_keys(rec: Recording) -> list:
+    """The layers a recording has, in order of first appearance."""
+    seen = {}
+    for op in rec.ops:
+        if op.type in PLUMBING or op.type == READ_VARIABLE:
+            continue    # a variable's own scope ("Variable") is no layer
+        key = group_key(op.scope)
+        if key and key not in seen:
+            seen[key] = None
+    return list(seen)
+
+
+def opens_grouped(rec: Recording) -> bool:
+    """Whether a recording is first drawn one node per layer (the page and `tapeviz.figure`)."""
+    return len(rec.ops) > GROUP_ABOVE_OPS and bool(group_keys(rec))
 
 
 def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand: Iterable[str] = (),
@@ -207,17 +225,11 @@ def gradient_calls(rec: Recording) -> list:
     out = []
     for tp in rec.tapes:
         for i, c in enumerate(tp.gradients):
-            target = ", ".join(_tensor_word(rec, alias(t)) for t in c.target)
-            sources = ", ".join(_tensor_word(rec, alias(t)) for t in c.sources)
+            target = ", ".join(tensor_name(rec, alias(t)) for t in c.target)
+            sources = ", ".join(tensor_name(rec, alias(t)) for t in c.sources)
             line = f"line {c.line}: " if c.line is not None else ""
             out.append((tp.id, i, f"tape {tp.id}, {line}{c.kind}({target}, [{sources}])"))
     return out
-
-
-def none_results(rec: Recording, tape_id: Optional[int], call_index: int) -> dict:
-    """{source node id: why its gradient is None} for one gradient call."""
-    alias, _ = _read_aliases(rec)
-    return _none_reasons(gradient_call(rec, tape_id, call_index), alias)
 
 
 def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optional[nx.DiGraph] = None) -> dict:
@@ -416,10 +428,10 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                 if t in exact:
                     grad = exact[t]
                     lines.append("grad None" if grad is None else
-                                 "‖grad‖ " + _number(_norm(grad)) if not _small(grad) and _norm(grad) is not None
+                                 "‖grad‖ " + number_text(_norm(grad)) if not _small(grad) and _norm(grad) is not None
                                  else "grad " + short_value(grad))
                 elif t in norms:
-                    lines.append("‖grad‖ " + _number(norms[t]))
+                    lines.append("‖grad‖ " + number_text(norms[t]))
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
@@ -427,7 +439,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["grad_text"] = lines[-1] if call is not None and len(lines) > 1 else None
         elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
             low, high = data["range"]
-            data["label"] += "\n" + (_number(low) if low == high else f"{_number(low)} … {_number(high)}")
+            data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
 def short_value(info) -> str:
@@ -437,7 +449,7 @@ def short_value(info) -> str:
     norm = _norm(info)
     if norm is None:
         return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
-    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {_number(norm)}"
+    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {number_text(norm)}"
 
 
 def _small(info) -> bool:
@@ -468,7 +480,7 @@ def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
         data["label"] = f"{data['op_type']} ×{n}, line {data['line']}"
         lines = [f"{data['op_type']} ×{n}  ({data['phase']} ops repeated from line {data['line']})"]
         if low is not None:
-            lines.append(f"values from {_number(low)} to {_number(high)}")
+            lines.append(f"values from {number_text(low)} to {number_text(high)}")
         lines.append("click it, then Unfold, to see every op")
         data["hover"] = "\n".join(lines)
 
@@ -501,9 +513,18 @@ def _finish_groups(G: nx.DiGraph, rec: Recording) -> None:
 
 # -- words -----------------------------------------------------------------------
 
-def _tensor_word(rec: Recording, t: int) -> str:
+def tensor_name(rec: Recording, t: int) -> str:
+    """A tensor in words: its Python name, else "tensor 7"."""
     info = rec.tensor(t)
     return info.name if info is not None and info.name else f"tensor {t}"
+
+
+def tensor_brief(rec: Recording, t: int) -> str:
+    """A tensor with its shape, for lists of inputs and outputs: "x [2, 3]", "t7 [2]"."""
+    info = rec.tensor(t)
+    if info is None:
+        return f"tensor {t}"
+    return (info.name or f"t{t}") + f" {list(info.shape)}"
 
 
 def _short_shape(shape) -> str:
@@ -512,13 +533,17 @@ def _short_shape(shape) -> str:
     return "×".join("?" if d is None else str(d) for d in shape)
 
 
-def _number(x) -> str:
+def number_text(x, digits: int = 4) -> str:
+    """A recorded number in words: `digits` significant digits for floats, integers whole
+    (a step count of 12345 is not 1.234e+04), nan/inf as Python writes them, "?" unknown."""
     x = as_float(x)
     if x is None:
         return "?"
     if isinstance(x, float) and not math.isfinite(x):
         return str(x)
-    return f"{x:.4g}"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
 
 
 def _value_text(value) -> str:
@@ -528,7 +553,7 @@ def _value_text(value) -> str:
         return str(value)
     if isinstance(value, (int, float, str)):
         try:
-            return _number(value)
+            return number_text(value)
         except ValueError:     # a string tensor's own value
             return repr(value)
     return str(value)
@@ -543,7 +568,7 @@ def _tensor_hover(info, category: str, producer) -> str:
         lines.append("value " + (text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"))
     if info.stats is not None:
         s = info.stats
-        lines.append(f"min {_number(s.min)}  max {_number(s.max)}  mean {_number(s.mean)}  std {_number(s.std)}")
+        lines.append(f"min {number_text(s.min)}  max {number_text(s.max)}  mean {number_text(s.mean)}  std {number_text(s.std)}")
         if s.nan or s.inf:
             lines.append(f"⚠ {s.nan} NaN, {s.inf} Inf")
     if producer is not None:
@@ -563,7 +588,7 @@ def _op_hover(rec: Recording, op) -> str:
         lines.append(f"tf.function, runs {op.type}")
     for word, ids in (("in", op.inputs), ("out", op.outputs)):
         if ids:
-            lines.append(f"{word}: " + ", ".join(_tensor_brief(rec, t) for t in ids[:6])
+            lines.append(f"{word}: " + ", ".join(tensor_brief(rec, t) for t in ids[:6])
                          + (" …" if len(ids) > 6 else ""))
     if op.line is not None:
         lines.append(line_words(rec, op.file, op.line))
@@ -573,13 +598,6 @@ def _op_hover(rec: Recording, op) -> str:
     if op.duration_us is not None:
         lines.append(f"{op.duration_us:.0f} µs")
     return "\n".join(lines)
-
-
-def _tensor_brief(rec: Recording, t: int) -> str:
-    info = rec.tensor(t)
-    if info is None:
-        return f"tensor {t}"
-    return (info.name or f"t{t}") + f" {list(info.shape)}"
 
 
 def _group_hover(rec: Recording, data: dict) -> str:

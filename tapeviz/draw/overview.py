@@ -32,7 +32,7 @@ def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
     if tape is None:
         tape = next((tp.id for tp in rec.tapes if tp.parent is None), None)
     if group is None:
-        group = len(rec.ops) > 200 and any(graph.group_key(op.scope) for op in rec.ops)
+        group = graph.opens_grouped(rec)
     G = graph.build(rec, tape=tape, group=group, call=call)
     flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
     what = f"tape {tape}" if tape is not None else "every op"

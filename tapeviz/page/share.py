@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 import zlib
 from urllib.parse import urlencode
 
@@ -53,19 +52,6 @@ def too_long(url: str) -> str | None:
     return (f"This program is too long to carry in a link ({len(url):,} characters; a link "
             f"stops at {MAX_LINK:,}, past which the server refuses it). Download the "
             f"recording instead, or share a shorter program.")
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$&\"'=^@/])")
-
-
-def plain(text, limit: int = 80) -> str:
-    """Text from outside (a URL, a worker) made inert for st.markdown: one line, at most
-    `limit` characters, every markdown and HTML character escaped, and no `:` left to start
-    an emoji, icon or colour directive."""
-    text = " ".join(str(text).split())
-    if len(text) > limit:
-        text = text[:limit] + "…"
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace(":", "∶")
 
 
 def link(base_url: str, *, code: str | None = None, example: str | None = None) -> str:

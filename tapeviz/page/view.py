@@ -12,16 +12,17 @@ from typing import Optional
 import networkx as nx
 
 from ..draw import graph
-from ..recording import BACKWARD, Recording, as_float
+from ..recording import BACKWARD, Recording
+from .markdown import code, literal
 
-GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
 
 
 def tape_summary(rec: Recording, tape_id: int) -> str:
-    """One sentence on a tape: what it watched and recorded, and its backward ops if nested."""
+    """One sentence on a tape, in markdown: what it watched and recorded, and its backward
+    ops if nested."""
     tp = next(t for t in rec.tapes if t.id == tape_id)
-    watched = [_tensor_word(rec, t) for t in tp.watched]
+    watched = [literal(graph.tensor_brief(rec, t), 200) for t in tp.watched]
     ops = [rec.op(i) for i in tp.ops if rec.op(i) is not None]
     backward = sum(op.phase == BACKWARD for op in ops)
     text = f"Tape {tp.id} recorded {len(ops)} ops"
@@ -33,22 +34,6 @@ def tape_summary(rec: Recording, tape_id: int) -> str:
     elif tp.watch_accessed_variables:
         text += "; it watches the variables the block reads"
     return text + "."
-
-
-def auto_group(rec: Recording) -> bool:
-    return len(rec.ops) > GROUP_ABOVE_OPS and bool(group_keys(rec))
-
-
-def group_keys(rec: Recording) -> list:
-    """The layers a recording has, in order of first appearance."""
-    seen = {}
-    for op in rec.ops:
-        if op.type in graph.PLUMBING or op.type == graph.READ_VARIABLE:
-            continue    # a variable's own scope ("Variable") is no layer
-        key = graph.group_key(op.scope)
-        if key and key not in seen:
-            seen[key] = None
-    return list(seen)
 
 
 def call_choices(rec: Recording) -> list:
@@ -124,7 +109,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
-        d.facts.append(("‖∂target/∂x‖", _number(flow[node])))
+        d.facts.append(("‖∂target/∂x‖", graph.number_text(flow[node])))
     return d
 
 
@@ -148,8 +133,8 @@ def _tensor_details(rec: Recording, t: int) -> Details:
         d.facts.append(("value", "too large to keep; see its statistics"))
     if info.stats is not None:
         s = info.stats
-        d.stats = {"min": _number(s.min), "max": _number(s.max), "mean": _number(s.mean),
-                   "std": _number(s.std), "NaN": s.nan, "Inf": s.inf}
+        d.stats = {"min": graph.number_text(s.min), "max": graph.number_text(s.max), "mean": graph.number_text(s.mean),
+                   "std": graph.number_text(s.std), "NaN": s.nan, "Inf": s.inf}
     if producer is not None and producer.type != "VarHandleOp":
         d.producer = _op_word(producer, rec)
     d.consumers = [_op_word(op, rec) for op in users[:20]] + ([f"… {len(users) - 20} more"] if len(users) > 20 else [])
@@ -166,8 +151,8 @@ def _op_details(rec: Recording, op) -> Details:
     d.facts.append(("recorded by", ", ".join(f"tape {i}" for i in op.tapes) if op.tapes else "no tape"))
     if op.duration_us is not None:
         d.facts.append(("time", f"{op.duration_us:.0f} µs"))
-    d.facts.append(("inputs", ", ".join(_tensor_word(rec, t) for t in op.inputs[:8]) or "none"))
-    d.facts.append(("outputs", ", ".join(_tensor_word(rec, t) for t in op.outputs[:8]) or "none"))
+    d.facts.append(("inputs", ", ".join(graph.tensor_brief(rec, t) for t in op.inputs[:8]) or "none"))
+    d.facts.append(("outputs", ", ".join(graph.tensor_brief(rec, t) for t in op.outputs[:8]) or "none"))
     return d
 
 
@@ -195,7 +180,7 @@ def value_text(value, digits: int = 4) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)) or value in ("nan", "inf", "-inf"):
-        return _number(value, digits)
+        return graph.number_text(value, digits)
     return repr(value)
 
 
@@ -204,11 +189,12 @@ def alert_text(rec: Recording, alert) -> str:
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
     where = f" at line {alert.line}" if alert.line is not None else ""
-    made = f", made by {op.function or op.type} ({alert.phase} pass)" if op is not None else ""
+    maker = literal(op.function or op.type, 200) if op is not None else ""
+    made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
-        return f"**{what}** first appeared{where}: in `{info.name}`{made}."
+        return f"**{what}** first appeared{where}: in {code(info.name)}{made}."
     if op is not None:
-        return f"**{what}** first appeared{where}, in the {alert.phase} pass: {op.function or op.type} made it."
+        return f"**{what}** first appeared{where}, in the {literal(alert.phase, 20)} pass: {maker} made it."
     return f"**{what}** first appeared{where}."
 
 
@@ -235,39 +221,14 @@ def line_text(source: str, line: Optional[int]) -> str:
     return lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
 
 
-def _tensor_word(rec: Recording, t: int) -> str:
-    info = rec.tensor(t)
-    if info is None:
-        return f"tensor {t}"
-    return (info.name or f"t{t}") + " " + str(list(info.shape))
-
-
 def _op_word(op, rec: Recording) -> str:
     where = f", {graph.line_words(rec, op.file, op.line)}" if op.line is not None else ""
     return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
 
 
-def _number(x, digits: int = 4) -> str:
-    x = as_float(x)
-    if x is None:
-        return "?"
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:.{digits}g}"
-
-
 def default_tape(rec: Recording) -> Optional[int]:
     """The first outermost tape: what it recorded is the story; every op adds the machinery."""
     return next((tp.id for tp in rec.tapes if tp.parent is None), None)
-
-
-def plain(text: str) -> str:
-    """Text for st.markdown that shows as typed: `x**3` stays x**3, not bold."""
-    for ch in "\\*_`[]#<>$~|":
-        text = text.replace(ch, "\\" + ch)
-    return text
 
 
 # -- what the page opens on: the views, the callouts, the legend -------------------------------
@@ -305,8 +266,8 @@ def view_choices(rec: Recording) -> list:
 
 
 def call_words(rec: Recording, call, tape_name: str) -> str:
-    target = ", ".join(_name(rec, t) for t in call.target)
-    sources = ", ".join(_name(rec, t) for t in call.sources)
+    target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
+    sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
     line = f", {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     verb = "gradient" if call.kind == "gradient" else call.kind
     return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
@@ -353,10 +314,12 @@ def callouts(rec: Recording) -> list:
         for i, call in enumerate(tp.gradients):
             for r in call.results:
                 if r.grad is None:
-                    target = ", ".join(_name(rec, t) for t in call.target)
-                    where = f" (line {call.line}, `{names[tp.id]}`)" if call.line is not None else ""
-                    out.append(Callout(f"**The gradient of `{target}` with respect to `{_name(rec, r.source)}` is None**"
-                                       f"{where}: {r.none_reason or 'no reason recorded'}",
+                    target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
+                    source = code(graph.tensor_name(rec, r.source))
+                    where = f" (line {call.line}, {code(names[tp.id])})" if call.line is not None else ""
+                    reason = literal(r.none_reason or "no reason recorded", 2_000)
+                    out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
+                                       f"{where}: {reason}",
                                        f"call:{tp.id}:{i}", r.source, call.line))
     for alert in rec.alerts:
         op = rec.op(alert.op) if alert.op is not None else None
@@ -372,7 +335,7 @@ def callouts(rec: Recording) -> list:
 
 
 def legend_text(rec: Recording, view_key: str) -> str:
-    """The picture's legend in words."""
+    """The picture's legend in words (markdown)."""
     tape, call = parse_view(view_key)
     shapes = ("Circles are tensors (orange: variables, grey: constants, blue: results), squares are ops, "
               "arrows point from an op's inputs to its outputs; “×2” on an arrow means the tensor is used "
@@ -380,8 +343,8 @@ def legend_text(rec: Recording, view_key: str) -> str:
     if call is None:
         return "Each label shows the tensor's value. " + shapes
     chosen = graph.gradient_call(rec, tape, call)
-    target = ", ".join(_name(rec, t) for t in chosen.target)
-    sources = ", ".join(_name(rec, t) for t in chosen.sources)
+    target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
+    sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
             f"exact for {sources}; **‖grad‖** is its size elsewhere. Colour is the size of the gradient "
             "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
@@ -420,11 +383,7 @@ def drawn_words(ops: int, tensors: int) -> str:
 
 
 def step_words(G: nx.DiGraph, node: str) -> str:
+    """The op node a step reached, in markdown."""
     d = G.nodes[node]
     where = f", line {d['line']}" if d.get("line") is not None else ""
-    return f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})"
-
-
-def _name(rec: Recording, t: int) -> str:
-    info = rec.tensor(t)
-    return info.name if info is not None and info.name else f"tensor {t}"
+    return literal(f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})", 300)

@@ -1,0 +1,164 @@
+"""The debugger page's panels, drawn with Streamlit from a recording and the session's
+DebuggerState: the run's error, the graph with its switches and step slider, the inspector,
+the printed output, and the share and export buttons. They change no state but the widget
+values the user sets (and `DebuggerState.update_pick` / `pick_line`). Text from the recording
+reaches markdown only through messages.py and markdown.literal. Never imports TensorFlow.
+"""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ..draw import figures, graph
+from ..recording import Recording
+from . import editor, messages, opened, session, share, view
+from .markdown import literal
+
+
+def show_error(rec: Recording) -> None:
+    """The run's error with its line, the line in the program, and a hint."""
+    st.error(messages.error_line(rec))
+    if rec.error.line:
+        st.markdown(view.code_html(rec.source, rec.error.line, context=2), unsafe_allow_html=True)
+    if hint := messages.hint(rec):
+        st.info(hint)
+    if rec.ops:
+        st.caption("The graph below shows what was recorded before the error.")
+
+
+def show_printed(rec: Recording) -> None:
+    # stderr too: tf.print writes there unless told otherwise, and a learner's must show
+    for title, text in (("**Printed output**", rec.stdout),
+                        ("**Written to stderr** (where `tf.print` and warnings go)", rec.stderr)):
+        if text:
+            st.markdown(title)
+            st.code(text, language=None, height=min(220, 40 + 28 * text.count("\n")))
+
+
+def chart_points(chart) -> tuple:
+    """The nodes selected on the chart (its widget state), as their node names."""
+    selection = (chart or {}).get("selection") or {}
+    return tuple(str(p.get("customdata")) for p in selection.get("points", []))
+
+
+def show_graph(state, rec: Recording):
+    """The view picker, display switches, the op graph and its step slider; returns
+    (G, flow, figure), or None when the view cannot be drawn."""
+    choices = dict(view.view_choices(rec))
+    if rec.tapes:
+        key = st.selectbox("Show", list(choices), format_func=choices.get, key="view")
+    else:
+        st.info(view.no_tape_sentence(rec))
+        key = view.ALL_OPS
+    tape, call_index = view.parse_view(key)
+    calling = call_index is not None
+    layers = graph.group_keys(rec)
+    row = [*st.columns(3), *st.columns(3)]     # three a row: whole labels even at 1024 px
+    fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
+    backward = row[1].toggle("Backward ops", key="backward", disabled=not calling,
+                             help="The ops the gradient call ran.")
+    path_only = row[2].toggle("Path only", key="path_only", disabled=not calling,
+                              help="Hide ops the chosen gradient does not flow through.")
+    large = bool(st.session_state.get("large_text"))     # the page's Large text switch
+    plumbing = row[3].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
+                                                             "AssignVariableOp, …")
+    group = row[4].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
+    expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
+              if group and layers else [])
+    try:
+        G, pos = session.drawn(rec, state.run_id, tape=tape, group=group, expand=[*expand, *state.unfold],
+                               gradient_path_only=bool(path_only and calling), call=call_index,
+                               fold=fold, plumbing=plumbing, backward=bool(backward and calling))
+    except (ValueError, KeyError, IndexError) as exc:
+        st.error("This view cannot be drawn: " + literal(exc, 500))
+        return None
+    flow = graph.flow_norms(rec, tape, call_index, G) if calling else None
+    # A click on the chart, or a callout's button, picks the node the inspector shows.
+    picked = state.update_pick(G, chart_points(st.session_state.get("graph")))
+
+    chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
+    order = view.step_nodes(G)
+    current = visible = None
+    if len(order) > 1:
+        k = st.slider(f"Step through the {len(order)} ops drawn, in the order they ran", 1, len(order), len(order),
+                      key=f"step:{key}")
+        current = order[k - 1]
+        st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
+        if G.nodes[current].get("line"):
+            st.markdown(view.code_html(rec.source, G.nodes[current]["line"], context=0), unsafe_allow_html=True)
+        visible = view.revealed(G, current) if k < len(order) else None
+        current = current if visible is not None else None
+
+    view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
+                backward, large, current, picked)
+    fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
+                         current=current, large_text=large)
+    chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
+                            config={"scrollZoom": True, "displaylogo": False})
+    st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
+               + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
+               "double-click to fit.")
+    if not calling and tape is not None:
+        st.caption(view.tape_summary(rec, tape))
+    if calling:
+        chosen = graph.gradient_call(rec, tape, call_index)
+        for note in (chosen.error, chosen.warning, chosen.note):
+            if note:
+                st.info(literal(note, 2_000))
+    return G, flow, fig
+
+
+def show_inspector(state, rec: Recording, G, flow) -> None:
+    """The picked node: value, statistics, producer, consumers, and its line in the program."""
+    st.subheader("Inspect")
+    choices = dict(view.node_choices(G, keep=st.session_state.get("pick")))
+    st.selectbox("Node", [None, *choices], key="pick", placeholder="Click a node or pick one…",
+                 format_func=lambda n: "—" if n is None else choices[n])
+    node = st.session_state.pick
+    if node is None:
+        return
+    d = view.details(rec, G, node, flow)
+    info, code = st.columns([1, 1])
+    info.markdown(messages.inspector(d))
+    if d.value is not None:
+        info.code(d.value, language=None)
+    if d.stats:
+        info.dataframe([d.stats], hide_index=True)
+    if d.group:
+        info.button("Expand " + literal(d.group, 200), on_click=state.expand_layer, args=(d.group,))
+    if d.unfold:
+        info.button("Unfold: every op", on_click=state.unfold_node, args=(d.unfold,))
+    if d.producer:
+        code.markdown(messages.made_by(d.producer))
+    if d.consumers:
+        code.markdown(messages.used_by(d.consumers))
+    state.pick_line = d.line     # marked in the editor too
+    if d.line:
+        file = opened.file_of(rec, G.nodes[node])     # its own file of the user's project
+        code.markdown(f"**{literal(opened.where(rec, file, d.line), 300)}**:")
+        code.markdown(view.code_html(opened.source_of(rec, file), d.line), unsafe_allow_html=True)
+
+
+def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
+    """A share link (the example's, or the program carried in the URL), and downloads."""
+    share_col, json_col, html_col = st.columns(3)
+    with share_col.popover("Share link", width="stretch"):
+        base = st.context.url or ""
+        if example and rec.source == editor.example_code(example):
+            st.markdown("This example:")
+            st.code(share.link(base, example=example), language=None, wrap_lines=True)
+        url = share.link(base, code=rec.source)
+        if problem := share.too_long(url):
+            st.warning(problem)
+        else:
+            st.markdown("This program, carried in the link itself:")
+            st.code(url, language=None, wrap_lines=True)
+        if not problem and len(url) > share.LONG_URL:
+            st.warning("This link is long; some chat tools may cut it. Download the recording instead.")
+    json_col.download_button("⬇ Recording", lambda: json.dumps(recorded, allow_nan=False), width="stretch",
+                             file_name="recording.json", mime="application/json", on_click="ignore",
+                             help="The recording as JSON (schema tapeviz.recording/1)")
+    if fig is not None:
+        html_col.download_button("⬇ Graph", lambda: figures.to_html(fig), file_name="graph.html", mime="text/html",
+                                 width="stretch", on_click="ignore", help="The graph as a standalone HTML page")

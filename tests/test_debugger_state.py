@@ -1,0 +1,191 @@
+"""The debugger page's state without Streamlit: a dict stands for st.session_state, and a
+recording made by hand (test_graph.wxb) stands for the worker's, where the worker is not
+what is tested (tests/test_app.py runs the page with real workers)."""
+import json
+import threading
+
+from tapeviz import examples
+from tapeviz.page import debugger_state, editor, share, view
+from test_graph import keras_like, wxb
+
+
+def recorded():
+    rec, _ = wxb()
+    rec.source = "import tensorflow as tf\n"
+    return rec.to_dict()
+
+
+class FakeRunner:
+    """run(source, on_wait=, on_phase=) as session.run is called; it answers at `release`."""
+
+    def __init__(self, answer=None):
+        self.answer = answer if answer is not None else recorded()
+        self.release = threading.Event()
+        self.release.set()
+        self.links, self.cancelled = [], []
+
+    def run_for(self, link):
+        self.links.append(link)
+        return self.run
+
+    def run(self, source, on_wait=None, on_phase=None):
+        on_phase("running")
+        self.release.wait(10)
+        return dict(self.answer, source=source)
+
+    def cancel(self, owner):
+        self.cancelled.append(owner)
+
+
+def test_an_example_link_loads_its_code_and_runs_it_as_the_link_run():
+    session = {}
+    state = debugger_state.of(session)
+    assert debugger_state.of(session) is state and session[debugger_state.KEY] is state
+    state.start_from_url({"example": "higher_order"})
+    assert state.source == editor.example_code("higher_order") and state.pending and state.link_run
+    assert session["example"] == "higher_order" and state.url_problem is None
+    runner = FakeRunner()
+    job = state.start_run(runner.run_for, runner.cancel)
+    assert runner.links == [True] and job.source == state.source and not state.pending
+    assert state.start_run(runner.run_for, runner.cancel) is None      # nothing pending now
+    assert state.settle(5) is job and state.job is None and state.drawing is job
+    assert state.rec.source == state.source and state.run_id == 1
+    assert state.address(job.source, None) == {"example": "higher_order"}
+
+
+def test_the_bare_address_runs_the_first_example_and_a_bad_one_says_so():
+    bare = debugger_state.of({})
+    bare.start_from_url({})
+    assert bare.source == editor.example_code(examples.names()[0]) and bare.pending
+    bad = debugger_state.of({})
+    bad.start_from_url({"example": "no_such_example"})
+    assert "no example called" in bad.url_problem and not bad.pending
+    assert bad.source == editor.example_code(examples.names()[0])
+
+
+def test_a_code_link_runs_its_code_and_a_cut_one_says_why():
+    program = "import tensorflow as tf\nprint(tf.constant(1.0) + 1)\n"
+    state = debugger_state.of({})
+    state.start_from_url({"code": share.encode(program)})
+    assert state.source == program and state.pending and not state.link_run
+    runner = FakeRunner()
+    job = state.start_run(runner.run_for, runner.cancel)
+    assert runner.links == [False] and state.settle(5) is job
+    assert state.address(program, share.encode(program)) is None      # the address says it already
+    assert state.address(program, "other") == {}                      # else the address is cleared
+    cut = debugger_state.of({})
+    cut.start_from_url({"code": share.encode(program)[:-3]})
+    assert "could not be read" in cut.url_problem and not cut.pending
+
+
+def test_a_new_recording_opens_on_a_clean_view():
+    session = {}
+    state = debugger_state.of(session)
+    state.edited("import tensorflow as tf\n", submitted=True)
+    session.update({"view": "tape:1", "path_only": True, "pick": "t:9", "step:tape:1": 3,
+                    "expand": ["dense"], "large_text": True})
+    state.unfold = ["r:x"]
+    runner = FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    rec = state.rec
+    assert session["view"] == view.default_view(rec) and "step:tape:1" not in session
+    assert "path_only" not in session and "pick" not in session and "expand" not in session
+    assert session["large_text"] is True         # the page's own switches stay
+    assert state.unfold == [] and session["fold"] is True
+    assert state.focus == view.opening(rec).get("focus")
+
+
+def test_a_run_started_over_a_running_one_cancels_it_and_cancel_keeps_the_last_recording():
+    state = debugger_state.of({})
+    state.edited("a = 1\n", submitted=True)
+    runner = FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    first = state.rec
+    runner.release.clear()                       # the next run waits in the worker
+    state.edited("a = 2\n", submitted=True)
+    slow = state.start_run(runner.run_for, runner.cancel)
+    assert state.settle(0.05) is None and state.job is slow
+    state.edited(None, submitted=True)
+    again = state.start_run(runner.run_for, runner.cancel)
+    assert runner.cancelled == [state.owner] and state.job is again
+    state.cancel(runner.cancel)
+    assert again.cancelled and state.job is None and runner.cancelled == [state.owner] * 2
+    assert state.run_status[1] == "error" and state.run_status[0].startswith("Cancelled after")
+    runner.release.set()
+    again.done.wait(5)
+    assert not state.take(again) and state.rec is first      # a cancelled run is not drawn
+
+
+def test_finish_drawing_says_how_the_run_went_once():
+    state = debugger_state.of({})
+    state.edited("a = 1\n", submitted=True)
+    failed = dict(recorded(), error={"type": "Evil[x](http://e)", "message": "m", "line": None})
+    runner = FakeRunner(failed)
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    state.finish_drawing(lambda source: None)
+    said, outcome = state.run_status
+    assert outcome == "error" and said.startswith("Run → drawn in") and "Evil\\[x\\]" in said
+    state.run_status = None
+    state.finish_drawing(lambda source: None)
+    assert state.run_status is None
+
+
+def test_an_unreadable_worker_answer_is_said_and_the_page_keeps_the_source():
+    state = debugger_state.of({})
+    state.take_recording("a = 1\n", {"schema": "tapeviz.recording/1", "ops": "not a list"})
+    assert state.rec.source == "a = 1\n" and "unreadable" in state.url_problem
+
+
+def test_hand_over_runs_the_program_on_its_gradient_call():
+    session = {"example": "higher_order"}
+    program = "import tensorflow as tf\n"
+    debugger_state.hand_over(session, program, call=0)
+    state = debugger_state.of(session)
+    assert state.source == program and state.pending and "example" not in session
+    runner = FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    tape_id, index, _ = view.call_choices(state.rec)[0]
+    assert session["view"] == f"call:{tape_id}:{index}" and state.after_run == {}
+
+
+def test_opening_a_file_shows_it_and_a_bad_one_says_why(tmp_path):
+    session = {"example": "higher_order"}
+    state = debugger_state.of(session)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(recorded()))
+    state.open_path(str(path))
+    assert state.opened_name == "run.json" and state.rec.source == state.source == "import tensorflow as tf\n"
+    assert "example" not in session and state.open_problem is None and state.run_id == 1
+    state.open_bytes(b"[1, 2]", "list.json")
+    assert "not a tapeviz recording" in state.open_problem and state.opened_name == "run.json"
+    state.open_path(str(tmp_path / "missing.json"))
+    assert state.open_problem.startswith("Cannot read")
+    view_only = debugger_state.of({})
+    view_only.start_from_url({}, view_path=str(path))        # `tapeviz view run.json`
+    assert view_only.opened_name == "run.json" and not view_only.pending
+
+
+def test_callouts_layers_and_chart_clicks_pick_nodes():
+    from tapeviz.draw import graph
+    session = {}
+    state = debugger_state.of(session)
+    rec, ids = keras_like()
+    state.adopt(rec, rec.to_dict())
+    G = graph.build(rec, tape=1, group=False)
+    state.show_callout("tape:1", ids["h"], backward=False)
+    assert session["view"] == "tape:1" and session["path_only"] is False
+    assert state.update_pick(G, ()) == graph.tensor_node(ids["h"]) and state.focus is None
+    clicked = graph.tensor_node(ids["x"])
+    assert state.update_pick(G, (clicked,)) == clicked
+    session["pick"] = graph.tensor_node(ids["h"])           # the picker moved since
+    assert state.update_pick(G, (clicked,)) == graph.tensor_node(ids["h"])   # an old click stays acted on
+    assert state.update_pick(G, ("not a node",)) == graph.tensor_node(ids["h"])
+    session["pick"] = "gone"
+    assert state.update_pick(G, ("not a node",)) is None
+    state.expand_layer("sequential/dense")
+    state.unfold_node("r:1")
+    assert session["expand"] == ["sequential/dense"] and state.unfold == ["r:1"]
