@@ -15,6 +15,12 @@ SCHEMA = "tapeviz.recording/1"
 FORWARD = "forward"
 BACKWARD = "backward"
 
+# Recording.steps' bounds, apart from the op bound: the newest summaries, their norms all
+# told (a model with many variables), and the distinct sources they name
+MAX_STEPS = 100_000
+MAX_STEP_NORMS = 1_000_000
+MAX_STEP_SOURCES = 10_000
+
 VARIABLE = "variable"
 CONSTANT = "constant"
 INTERMEDIATE = "intermediate"

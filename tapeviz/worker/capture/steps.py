@@ -10,11 +10,8 @@ from typing import Optional
 
 from .. import numerics
 from .tensors import BIG, EagerTensor, handle_or_self
-from ...recording import CallSummary, StepSource, as_float, encode_float
-
-MAX_STEPS = 100_000           # the newest summaries kept
-MAX_STEP_NORMS = 1_000_000    # their sources' norms, all told: a model with many variables
-MAX_STEP_SOURCES = 10_000     # distinct sources named
+from ...recording import (MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, CallSummary,
+                          StepSource, as_float, encode_float)
 
 
 class StepLog:
