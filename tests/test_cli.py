@@ -282,3 +282,38 @@ def test_fit_with_a_custom_train_step_plainly_and_with_eager(tmp_path):
         for i, grad in enumerate(first):
             np.testing.assert_allclose(np.array(values[grad]), expected_grads[f"arr_{i}"],
                                        rtol=1e-5, atol=1e-6)
+
+
+LONG_LOOP = textwrap.dedent("""
+    import tensorflow as tf
+    tf.random.set_seed(0)
+    x = tf.random.normal([16, 3])
+    y = tf.reduce_sum(x * [1.0, -2.0, 0.5], axis=1, keepdims=True)
+    w, b = tf.Variable(tf.zeros([3, 1])), tf.Variable(0.0)
+    for step in range(1810):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((x @ w + b - y) ** 2)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.01 * dw)
+        b.assign_sub(0.01 * db)
+        print(step, loss.numpy())
+""").lstrip()
+
+
+def test_every_step_of_a_long_loop_leaves_its_summary_past_the_op_bound(tmp_path):
+    program = write(tmp_path, "loop.py", LONG_LOOP)
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                           timeout=300)
+    printed = [np.float32(line.split()[1]) for line in plain.stdout.splitlines()]
+    pool = runner.Runner(runner.Config(warm=0))
+    try:
+        rec = pool.record(LONG_LOOP, filename=str(program), timeout=600)
+    finally:
+        pool.close()
+    assert rec["error"] is None and rec["dropped"].get("ops"), "the op bound dropped early steps"
+    steps = rec["steps"]
+    assert len(printed) == len(steps) == 1810 and "steps" not in rec["dropped"]
+    assert [np.float32(s["target"]) for s in steps] == printed
+    assert [s["call"] for s in steps] == list(range(1810)) and all(s["scalar"] for s in steps)
+    names = [rec["step_sources"][i]["name"] for i in steps[-1]["sources"]]
+    assert names == ["w", "b"] and all(len(s["norms"]) == 2 for s in steps)
