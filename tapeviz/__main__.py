@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "they are entered (100:102 is tapes 100 and 101; 5 is tape 5 alone), "
                           "with the ops up to the next top-level tape; the rest of the program "
                           "runs uninstrumented, at full speed")
+    rec.add_argument("--eager", action="store_true",
+                     help="run tf.functions eagerly (tf.config.run_functions_eagerly(True)), "
+                          "so the ops and gradients inside model.fit()'s train_step and "
+                          "@tf.function steps are recorded one by one, with values")
     rec.epilog = ("ARGS after -- go to the program, as in `python PROGRAM.py ARGS...`; without "
                   "--, arguments after the program that tapeviz does not know go to it too.")
     view = commands.add_parser("view", help="open a recording in the app",
@@ -119,7 +123,8 @@ def record_main(args) -> int:
                 program["terminal"] = {k: v for k, v in live.paths.items()
                                        if k == "stderr" or to_file}
             recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
-                                    program=program, tapes=args.tapes)
+                                    program=program, tapes=args.tapes,
+                                    eager=args.eager)
     finally:
         pool.close()
     text = json.dumps(recording, allow_nan=False)

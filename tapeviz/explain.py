@@ -103,8 +103,7 @@ def none_reason(*, ops: Sequence[Op], tensors: Mapping[int, Tensor], tape: Tape,
     recorded_path = taped.path_ops(source, targets)
     for op in recorded_path:
         if op.type in NON_DIFFERENTIABLE_OPS:
-            return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} has no "
-                    f"gradient, so nothing flows back to {name}.")
+            return _cut_by(op, tensors, name)
     if recorded_path:
         return f"every gradient on the path from the target to {name} is None."
 
@@ -232,6 +231,35 @@ def _replaced_variable(src, graph, tensors):
     return None
 
 
+def _integer_outputs(op, tensors) -> bool:
+    return any(tensors.get(o) is not None and tensors[o].dtype not in DIFFERENTIABLE_DTYPES
+               for o in op.outputs)
+
+
+def _cut_by(op, tensors, name) -> str:
+    """Why the non-differentiable `op` on the path cuts it, in the op's own terms."""
+    if op.type in ("StopGradient", "PreventGradient"):
+        call = "tf.stop_gradient" if op.type == "StopGradient" else "tf.raw_ops.PreventGradient"
+        return (f"`{call}`{_at(op.line)} is on the path: it stops the gradient on purpose, so "
+                f"nothing flows back through it to {name}. Remove it there if {name} should "
+                f"get a gradient.")
+    what = ("gives integer or boolean results" if _integer_outputs(op, tensors)
+            else "has no gradient")
+    return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} {what}, so the "
+            f"path from the target back to {name} is cut there.")
+
+
+def traced_tape_note(function: str, python) -> str:
+    """The warning at the line of a tape entered while a tf.function traced."""
+    inside = f"`{python}`, traced by tf.function `{function}`" if python and python != function \
+        else f"tf.function `{function}`"
+    return (f"this tape was entered inside {inside}: TensorFlow traced it into a graph and ran "
+            f"its ops inside the compiled function, so they are not recorded one by one "
+            f"(model.fit() compiles train_step this way). Record with --eager (`tapeviz "
+            f"record --eager`, or \"Run tf.functions eagerly\" on the page) to see its ops, "
+            f"values and gradients.")
+
+
 def _broken_path(path, tape, name, tensors) -> str:
     """The path exists in the program but not on the tape: say where it broke."""
     on_tape = set(tape.ops)
@@ -239,12 +267,8 @@ def _broken_path(path, tape, name, tensors) -> str:
     for op in path:
         if op.id in on_tape:
             continue
-        if op.type in NON_DIFFERENTIABLE_OPS or any(
-                tensors.get(o) is not None and tensors[o].dtype not in DIFFERENTIABLE_DTYPES
-                for o in op.outputs):
-            return (f"a non-differentiable op on the path: `{op.type}`{_at(op.line)} gives "
-                    f"integer or boolean results (or has no gradient), so the path from the "
-                    f"target back to {name} is cut there.")
+        if op.type in NON_DIFFERENTIABLE_OPS or _integer_outputs(op, tensors):
+            return _cut_by(op, tensors, name)
         reset = next((r for r in getattr(tape, "resets", None) or []
                       if op.id in set(r.get("ops") or ())), None)
         if reset is not None:

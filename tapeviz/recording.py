@@ -15,6 +15,12 @@ SCHEMA = "tapeviz.recording/1"
 FORWARD = "forward"
 BACKWARD = "backward"
 
+# Recording.steps' bounds, apart from the op bound: the newest summaries, their norms all
+# told (a model with many variables), and the distinct sources they name
+MAX_STEPS = 100_000
+MAX_STEP_NORMS = 1_000_000
+MAX_STEP_SOURCES = 10_000
+
 VARIABLE = "variable"
 CONSTANT = "constant"
 INTERMEDIATE = "intermediate"
@@ -91,6 +97,35 @@ class GradientCall:
 
 
 @dataclass
+class StepSource:
+    """A source of the run's gradient calls, named once for all their summaries."""
+    tensor: int                  # its recording id
+    name: Optional[str] = None   # the user's Python name for it, if any
+    variable: Optional[str] = None   # a variable's path ("dense/kernel")
+    layer: Optional[str] = None      # its layer: the path without its last part ("dense")
+
+
+@dataclass
+class CallSummary:
+    """One gradient call, in brief: kept for every call (the newest MAX_STEPS), also after
+    the op bound dropped its ops, so a run's every step can be charted."""
+    call: int                    # its number among the run's gradient calls, from 0
+    tape: int                    # the tape's id
+    index: int                   # its index among that tape's calls (GradientCall's place)
+    kind: str                    # "gradient" | "jacobian" | "batch_jacobian"
+    line: Optional[int] = None
+    file: Optional[str] = None
+    target: Any = None           # the target's value when `scalar`, else its norm (encode_float)
+    scalar: bool = False
+    sources: list = field(default_factory=list)   # index into Recording.step_sources, per source
+    norms: list = field(default_factory=list)     # its gradient's norm per source; None: None
+    none: list = field(default_factory=list)      # [[position, the None reason's kind]]
+    nan: list = field(default_factory=list)       # positions whose gradient holds a NaN
+    inf: list = field(default_factory=list)       # ... an Inf
+    error: Optional[str] = None
+
+
+@dataclass
 class Tape:
     id: int
     line: Optional[int]
@@ -154,6 +189,9 @@ class Recording:
     argv: Optional[list] = None      # the program's sys.argv, when it had arguments
     skipped: dict = field(default_factory=dict)   # what --tapes left uninstrumented
     stderr: str = ""                 # what it wrote to stderr (tf.print's default)
+    eager: bool = False              # recorded with --eager: tf.functions ran op by op
+    steps: list = field(default_factory=list)         # [CallSummary], oldest first
+    step_sources: list = field(default_factory=list)  # [StepSource] the summaries name
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -202,6 +240,9 @@ class Recording:
             argv=d.get("argv"),
             skipped=dict(d.get("skipped") or {}),
             stderr=d.get("stderr") or "",
+            eager=bool(d.get("eager")),
+            steps=[_build(CallSummary, c) for c in d.get("steps") or []],
+            step_sources=[_build(StepSource, c) for c in d.get("step_sources") or []],
         )
 
     @classmethod

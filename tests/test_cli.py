@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tapeviz.server import runner
@@ -239,3 +240,80 @@ def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
     result = cli("view", str(tmp_path / "broken.json"), "--headless")
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert cli("view", str(tmp_path / "missing.json")).returncode == 2
+
+
+GAN = ROOT / "tests" / "programs" / "keras_gan_train_step.py"
+
+
+def test_fit_with_a_custom_train_step_plainly_and_with_eager(tmp_path):
+    """A Keras Model whose train_step runs two optimizers and a nested gradient-penalty tape,
+    trained by fit(): plainly recorded, its traced tapes say where they are and why they
+    are empty; with --eager, each step's ops and gradients are recorded, the gradients those
+    plain TensorFlow computes (the program run eagerly by itself) -- and the program's
+    output and exit status stay those of plain Python both ways."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    plain = subprocess.run([sys.executable, str(GAN)], capture_output=True, text=True,
+                           cwd=tmp_path, env=env, timeout=300)
+    reference = tmp_path / "reference.npz"
+    eager_plain = subprocess.run([sys.executable, str(GAN)], capture_output=True, text=True,
+                                 cwd=tmp_path, timeout=300,
+                                 env=dict(env, GAN_EAGER_REFERENCE=str(reference)))
+    assert plain.returncode == eager_plain.returncode == 3, plain.stderr[-2000:]
+    for flags, expected in (([], plain), (["--eager"], eager_plain)):
+        out = tmp_path / f"run{len(flags)}.json"
+        result = cli_in(tmp_path, "record", *flags, str(GAN), "-o", str(out), "--timeout", "240")
+        assert result.returncode == 3 and result.stdout == expected.stdout, result.stderr[-3000:]
+        data = json.loads(out.read_text())
+        tapes = data["tapes"]
+        # tape, its nested gradient-penalty tape, the generator's tape: per trace or per step
+        assert [(t["line"], t["file"]) for t in tapes[:3]] == [
+            (48, GAN.name), (38, GAN.name), (55, GAN.name)]
+        assert tapes[1]["parent"] == tapes[0]["id"] and tapes[2]["parent"] is None
+        if not flags:
+            assert not data["eager"] and {t["function"] for t in tapes} == {"one_step_on_data"}
+            assert {w["line"] for w in data["warnings"] if w.get("kind") == "traced"} == {
+                48, 38, 55}
+            continue
+        assert data["eager"] and not any(t["function"] for t in tapes)
+        assert len(tapes) == 3 * 8, "three tapes per step, 4 batches x 2 epochs"
+        values = {t["id"]: t.get("value") for t in data["tensors"]}
+        first = [r["grad"] for t in (tapes[0], tapes[2]) for r in t["gradients"][0]["results"]]
+        expected_grads = np.load(reference)
+        for i, grad in enumerate(first):
+            np.testing.assert_allclose(np.array(values[grad]), expected_grads[f"arr_{i}"],
+                                       rtol=1e-5, atol=1e-6)
+
+
+LONG_LOOP = textwrap.dedent("""
+    import tensorflow as tf
+    tf.random.set_seed(0)
+    x = tf.random.normal([16, 3])
+    y = tf.reduce_sum(x * [1.0, -2.0, 0.5], axis=1, keepdims=True)
+    w, b = tf.Variable(tf.zeros([3, 1])), tf.Variable(0.0)
+    for step in range(1810):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((x @ w + b - y) ** 2)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.01 * dw)
+        b.assign_sub(0.01 * db)
+        print(step, loss.numpy())
+""").lstrip()
+
+
+def test_every_step_of_a_long_loop_leaves_its_summary_past_the_op_bound(tmp_path):
+    program = write(tmp_path, "loop.py", LONG_LOOP)
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                           timeout=300)
+    printed = [np.float32(line.split()[1]) for line in plain.stdout.splitlines()]
+    pool = runner.Runner(runner.Config(warm=0))
+    try:
+        rec = pool.record(LONG_LOOP, filename=str(program), timeout=600)
+    finally:
+        pool.close()
+    assert rec["error"] is None and rec["dropped"].get("ops"), "the op bound dropped early steps"
+    steps = rec["steps"]
+    assert len(printed) == len(steps) == 1810 and "steps" not in rec["dropped"]
+    assert [np.float32(s["target"]) for s in steps] == printed
+    assert [s["call"] for s in steps] == list(range(1810)) and all(s["scalar"] for s in steps)
+    names = [rec["step_sources"][i]["name"] for i in steps[-1]["sources"]]
+    assert names == ["w", "b"] and all(len(s["norms"]) == 2 for s in steps)

@@ -774,24 +774,43 @@ def test_every_alias_of_the_tape_is_instrumented(imports, tape):
     assert grad.value == float(plain["dy_dx"].numpy())
 
 
+TAPE_IN_A_TF_FUNCTION = src("""
+    import tensorflow as tf
+    @tf.function
+    def grad_of_square(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        return tape.gradient(y, x)
+    print(grad_of_square(tf.constant(2.0)).numpy())
+    print(grad_of_square(tf.constant(3.0)).numpy())
+""")
+
+
 def test_a_tape_inside_a_tf_function_is_listed_with_its_function():
-    program = src("""
-        import tensorflow as tf
-        @tf.function
-        def grad_of_square(x):
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                y = x * x
-            return tape.gradient(y, x)
-        print(grad_of_square(tf.constant(2.0)).numpy())
-        print(grad_of_square(tf.constant(3.0)).numpy())
-    """)
-    plain, out = run_plain(program)
-    rec, _ = run_recorded(program)
+    plain, out = run_plain(TAPE_IN_A_TF_FUNCTION)
+    rec, _ = run_recorded(TAPE_IN_A_TF_FUNCTION)
     assert rec.error is None and rec.stdout == out
     assert len(rec.tapes) == 1, "traced once, listed once"
-    assert rec.tapes[0].function == "grad_of_square" and rec.tapes[0].line == 8
+    # the line and file of its `with`, not of the call that traced it
+    tape = rec.tapes[0]
+    assert tape.function == "grad_of_square" and (tape.file, tape.line) == (rec.program, 4)
     assert any(o.function == "grad_of_square" for o in rec.ops)
+    said = [w for w in rec.warnings if w.get("line") == 4]
+    assert len(said) == 1 and "--eager" in said[0]["message"]
+
+
+def test_eager_records_a_tf_functions_tape_op_by_op_and_is_undone_after():
+    plain, out = run_plain(TAPE_IN_A_TF_FUNCTION)
+    rec, _ = run_recorded(TAPE_IN_A_TF_FUNCTION, eager=True)
+    assert not tf.config.functions_run_eagerly(), "the switch is undone after the run"
+    assert rec.error is None and rec.stdout == out and rec.eager
+    assert any(w.get("kind") == "eager" for w in rec.warnings)
+    assert [tp.line for tp in rec.tapes] == [4, 4] and not any(tp.function for tp in rec.tapes)
+    for tape, x in zip(rec.tapes, (2.0, 3.0)):
+        assert "Mul" in {rec.op(i).type for i in tape.ops}
+        grad = rec.tensor(tape.gradients[0].results[0].grad)
+        assert np.isclose(grad.value, 2 * x)
 
 
 def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tapeviz import metrics
+from tapeviz import gradient_watch, metrics
 from tapeviz.worker import training
 
 SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
@@ -160,8 +160,8 @@ def test_nan_loss_warns_and_ends_the_run(mnist_dir):
 
 
 def test_gradient_watch_flags_collapse_and_explosion_once():
-    watch = training.GradientWatch()
-    for step in range(1, training.EARLY_STEPS + 1):
+    watch = gradient_watch.GradientWatch()
+    for step in range(1, gradient_watch.EARLY_STEPS + 1):
         assert watch.check(step, 2.3, {"m/dense/kernel": 1.0, "m/conv/kernel": 1.0}) == []
     assert watch.check(11, 2.0, {"m/dense/kernel": 0.5, "m/conv/kernel": 2.0}) == []
     warnings = watch.check(12, 2.0, {"m/dense/kernel": 1e-5, "m/conv/kernel": 1e4})

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from . import figures, graph, layout
+from . import figures, graph, layout, run_figures
 from ..recording import Recording
 
 
@@ -24,11 +24,16 @@ def as_recording(rec) -> Recording:
 
 
 def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
-           group: Optional[bool] = None):
+           group: Optional[bool] = None, view: str = "graph"):
     """The op graph of `tape` (default: the first outermost tape; every op when there is
     none), coloured by the gradient flow of its `call`-th gradient call when given. `group`
-    folds Keras layers into one node each (default: when there are many ops)."""
+    folds Keras layers into one node each (default: when there are many ops). `view="run"`:
+    the whole run instead, loss and gradient norms per step (run_figures.py)."""
     rec = as_recording(rec)
+    if view == "run":
+        return run_figures.run_figure(rec)
+    if view != "graph":
+        raise ValueError(f"view is 'graph' or 'run', not {view!r}")
     if tape is None:
         tape = next((tp.id for tp in rec.tapes if tp.parent is None), None)
     if group is None:

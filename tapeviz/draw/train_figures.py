@@ -17,7 +17,8 @@ SMOOTH = "#0072B2"
 EPOCH = "#D55E00"
 WRONG = "#D55E00"
 RIGHT = "#333333"
-WARNING_KINDS = {"vanishing": "#56B4E9", "exploding": "#D55E00", "nan": "#CC0000"}
+WARNING_KINDS = {"vanishing": "#56B4E9", "exploding": "#D55E00", "nan": "#CC0000",
+                 "dead": "#777777"}
 
 
 def ema(values: Iterable[float], smoothing: float = 0.9) -> list:

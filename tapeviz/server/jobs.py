@@ -15,12 +15,14 @@ from typing import Optional
 @dataclass(frozen=True)
 class Record:
     """Record one program. `program` ({argv, cwd, path}) runs it as `python PROGRAM.py
-    ARGS` would; `tapes` (A, B): see worker/window.py; `timeout` None: the config's."""
+    ARGS` would; `tapes` (A, B): see worker/window.py; `timeout` None: the config's;
+    `eager`: run tf.functions eagerly, so their ops are recorded one by one."""
     source: str
     filename: str = "program.py"
     timeout: Optional[float] = None
     program: Optional[dict] = None
     tapes: Optional[tuple] = None
+    eager: bool = False
     kind = "record"
 
 

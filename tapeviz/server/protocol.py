@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from ..recording import SCHEMA
+from ..recording import MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA
 
 MAX_MESSAGE = 64 * 2**20     # one message line; a full 20k-op recording of 8x8 tensors is ~48 MB
 MAX_VALUE_ELEMENTS = 4096    # numbers in one tensor's `value` (the recorder keeps small ones)
@@ -62,8 +62,12 @@ def parse(line: bytes, max_ops: int) -> dict:
     b = bounds(max_ops)
     # A tensor is a few objects (itself, its stats, a flow entry, a gradient result) and
     # at most a small value's numbers plus its stats, shape and ids.
-    budget = _Budget(objects=b["ops"] * 2 + b["tensors"] * 4 + 10_000,
-                     numbers=b["ops"] * 16 + b["tensors"] * 80 + 100_000,
+    # Each gradient call's summary (Recording.steps) is one object and a dozen numbers
+    # besides its sources' norms.
+    budget = _Budget(objects=b["ops"] * 2 + b["tensors"] * 4 + 10_000 + MAX_STEPS
+                     + MAX_STEP_SOURCES,
+                     numbers=b["ops"] * 16 + b["tensors"] * 80 + 100_000 + MAX_STEPS * 16
+                     + MAX_STEP_NORMS * 2,
                      ops=b["ops"], tensors=b["tensors"])
     try:
         message = json.loads(line, object_pairs_hook=budget.obj,
@@ -91,10 +95,13 @@ def check_recording(rec, source: str, max_ops: int, max_stdout: int) -> Optional
             return f"the recording has {len(items):,} {key}, over the bound of {b[key]:,}"
         if not all(isinstance(x, dict) for x in items):
             return f"the recording's {key} are not all objects"
-    for key, most in (("warnings", MAX_WARNINGS), ("alerts", MAX_ALERTS)):
+    for key, most in (("warnings", MAX_WARNINGS), ("alerts", MAX_ALERTS), ("steps", MAX_STEPS),
+                      ("step_sources", MAX_STEP_SOURCES)):
         items = rec.get(key, [])
         if not isinstance(items, list) or len(items) > most:
             return f"the recording's {key} are not a list of at most {most}"
+        if not all(isinstance(x, dict) for x in items):
+            return f"the recording's {key} are not all objects"
     stdout = rec.get("stdout", "")
     # the recorder keeps `max_stdout` characters and adds a one-line marker where it cut
     if not isinstance(stdout, str) or len(stdout) > max_stdout + 200:

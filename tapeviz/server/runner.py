@@ -246,13 +246,13 @@ class Runner:
     def record(self, source: str, filename: str = "program.py",
                timeout: Optional[float] = None, on_wait=None, owner=None,
                program: Optional[dict] = None, tapes: Optional[tuple] = None,
-               on_phase=None, client=None) -> dict:
+               on_phase=None, client=None, eager: bool = False) -> dict:
         """Run a program in a worker and return its recording as a plain dict: `submit` a
         `jobs.Record` and follow its events. `on_wait(place)` is called while it waits in
         line, each time its place changes; `on_phase(name)` as it moves on ("starting": a
         worker importing TensorFlow, "running", "finishing": the recording on its way)."""
         job = self.submit(Record(source, filename, timeout, program,
-                                 tuple(tapes) if tapes else None), owner, client)
+                                 tuple(tapes) if tapes else None, eager), owner, client)
         while True:
             event = job.next_event()
             if isinstance(event, Phase):
@@ -326,7 +326,8 @@ class Runner:
         return {"kind": "record", "source": spec.source, "filename": spec.filename,
                 "timeout": self._timeout(spec), "max_ops": limits.max_ops,
                 "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
-                "program": program, "tapes": list(spec.tapes) if spec.tapes else None}
+                "program": program, "tapes": list(spec.tapes) if spec.tapes else None,
+                "eager": spec.eager}
 
     def _timeout(self, spec) -> float:
         return self.config.limits.timeout_s if spec.timeout is None else spec.timeout

@@ -52,6 +52,8 @@ def make_tape_class(session: Session):
             result = super().__exit__(typ, value, tb)
             if session.window is not None:
                 session.window.exit(self)
+            if "_tapeviz_traced_rec" in self.__dict__:
+                _quietly(session, "could not note this tape", session.traced_tape_exit, self)
             if self._tracked() and session.state_of(self) is not None:
                 frame = session.user_frame(sys._getframe(1))
                 session.scan_names(frame)
@@ -130,6 +132,8 @@ def make_tape_class(session: Session):
                              shared_gradients.release, asked, flat_grads, n)
                 _quietly(session, "could not describe this gradient call", session.finish_call,
                          state, call, flat_sources, source_grads, flow_ids, flow_grads, first)
+                _quietly(session, "could not summarize this gradient call", session.steps.add,
+                         session, state, call, target, flat_sources)
             finally:
                 session.quiet -= 1
             return grads
@@ -200,6 +204,8 @@ def make_tape_class(session: Session):
             try:
                 _quietly(session, f"could not describe this {kind} call", session.finish_call,
                          state, call, flat_sources, flat_results, flow_ids, flow_grads, first)
+                _quietly(session, f"could not summarize this {kind} call", session.steps.add,
+                         session, state, call, target, flat_sources)
             finally:
                 session.quiet -= 1
             return result

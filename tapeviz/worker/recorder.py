@@ -225,7 +225,8 @@ def _stdin_at_end():
 def record(source: str, filename: str = "program.py", timeout: Optional[float] = DEFAULT_TIMEOUT_S,
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
-           tapes: Optional[tuple] = None, emit=None, on_stopped=None) -> Recording:
+           tapes: Optional[tuple] = None, emit=None, on_stopped=None,
+           eager: bool = False) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
@@ -236,7 +237,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     worker's channel), receives printed output as it is written and, should the program
     call os._exit, the recording so far (see exits.py). `on_stopped()` is called when the
     program has stopped and the recording is being built (the runner then knows the time
-    limit was kept and waits for a large recording)."""
+    limit was kept and waits for a large recording). `eager` runs it with tf.functions run
+    eagerly (see _functions_eagerly)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     shown = terminal.opened(program)
@@ -276,7 +278,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                     session, stdout, started, emit, stderr)), \
                 _time_limit(timeout, filename) as timer, env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
-                mnist_served(session), _stdin_at_end(), \
+                mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
                 shutdown.exit_handlers() as handlers:
             threads = set(threading.enumerate())
             try:
@@ -314,5 +316,29 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     rec = session.finish(out.text(), error, time.perf_counter() - started)
     rec.stderr = err.text()
     rec.argv = list(program["argv"]) if program and program.get("argv") else None
+    rec.eager = eager
     return rec
+
+
+EAGER_NOTE = ("recorded with --eager: tf.functions (model.fit()'s train_step, @tf.function "
+              "steps) ran eagerly, as tf.config.run_functions_eagerly(True) runs them, so "
+              "their ops and gradients are recorded one by one; the program ran slower than "
+              "plainly, its results are the same")
+
+
+@contextlib.contextmanager
+def _functions_eagerly(session: Session, eager: bool):
+    """With `eager`, tf.function runs its Python function eagerly while the program runs
+    (undone after): the only way to see each op inside a compiled train step with its
+    values. A program that calls run_functions_eagerly itself still decides for its own."""
+    if not eager:
+        yield
+        return
+    before = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(True)
+    session.warnings.append({"line": None, "kind": "eager", "message": EAGER_NOTE})
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(before)
 

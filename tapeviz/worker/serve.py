@@ -135,6 +135,7 @@ def main(argv=None) -> int:
                               max_stdout=job.get("max_stdout", recorder.DEFAULT_MAX_STDOUT),
                               program=job.get("program"),
                               tapes=tuple(job["tapes"]) if job.get("tapes") else None,
+                              eager=bool(job.get("eager")),
                               emit=channel.send,
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing

@@ -18,6 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from tapeviz import data, metrics  # noqa: E402
+from tapeviz.gradient_watch import GradientWatch  # noqa: E402
 
 from . import keras_download  # noqa: E402
 
@@ -60,9 +61,6 @@ MODELS = {
 
 PREDICTION_COUNT = 16
 PREDICTION_MAX_SIDE = 28
-EARLY_STEPS = 10            # steps whose gradient norms set a variable's "early level"
-COLLAPSE_FACTOR = 1e-3      # three orders of magnitude below the early level: vanishing
-EXPLODE_FACTOR = 1e3        # three orders above it: exploding
 
 
 def build_model(name: str, input_shape) -> tf.keras.Sequential:
@@ -130,51 +128,6 @@ def small_images(images) -> list:
     stride = max(1, math.ceil(side / PREDICTION_MAX_SIDE))
     pixels = np.round(images[:, ::stride, ::stride, 0] * 255).astype(np.uint8)
     return pixels.tolist()
-
-
-class GradientWatch:
-    """Turns per-variable gradient norms into warnings, at most one per layer and kind.
-
-    A variable's early level is the median of its norm over the first EARLY_STEPS steps;
-    a collapse or blow-up is judged against it, so a layer that starts small is not flagged.
-    """
-
-    def __init__(self):
-        self.early: dict = {}
-        self.history: dict = {}
-        self.warned: set = set()
-
-    def check(self, step: int, loss: float, norms: dict) -> list:
-        warnings = []
-        if not math.isfinite(loss):
-            warnings += self._warn(step, None, "nan", f"the loss became {loss} at step {step}")
-        for path, norm in norms.items():
-            layer = path.rsplit("/", 1)[0]
-            if not math.isfinite(norm):
-                warnings += self._warn(step, layer, "nan" if math.isnan(norm) else "exploding",
-                                       f"gradient norm of {path} is {norm} at step {step}")
-                continue
-            if path not in self.early:
-                seen = self.history.setdefault(path, [])
-                seen.append(norm)
-                if len(seen) >= EARLY_STEPS:
-                    self.early[path] = float(np.median(seen))
-                    del self.history[path]
-                continue
-            early = self.early[path]
-            if early > 0 and norm < early * COLLAPSE_FACTOR:
-                warnings += self._warn(step, layer, "vanishing",
-                                       f"gradient norm of {path} fell to {norm:.3g} from {early:.3g} early on")
-            elif early > 0 and norm > early * EXPLODE_FACTOR:
-                warnings += self._warn(step, layer, "exploding",
-                                       f"gradient norm of {path} rose to {norm:.3g} from {early:.3g} early on")
-        return warnings
-
-    def _warn(self, step, layer, kind, message) -> list:
-        if (layer, kind) in self.warned:
-            return []
-        self.warned.add((layer, kind))
-        return [metrics.Warning(step=step, layer=layer, kind=kind, message=message)]
 
 
 class Clock:

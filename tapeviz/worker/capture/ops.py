@@ -17,7 +17,9 @@ from tensorflow.python.eager import context
 from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
+from ... import explain
 from ..frames import nearest_user_frame
+from ..traced import traced_at
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
 _FUNCTION_SUFFIX = re.compile(r"(?:_\d+)+$")
@@ -305,27 +307,32 @@ class OpsAndTapes:
     def traced_tape(self, tape, frame) -> None:
         """A tape entered while a tf.function is traced: TensorFlow records it into the
         function's graph, so its ops run inside the function's one op. Listed (once per
-        trace) with the function's name and the line that called it."""
+        trace) with the tf.function's name, the file and line of its `with`, and its real
+        parent; a warning at that line says how to see its ops (--eager)."""
         if tape.__dict__.get("_tapeviz_traced"):
             return
         tape.__dict__["_tapeviz_traced"] = True
-        function = None
-        while frame is not None and frame.f_code.co_filename != self.filename:
-            name = frame.f_code.co_name
-            if function is None and name.startswith("tf__"):   # autograph's converted code
-                function = name[len("tf__"):]
-            frame = frame.f_back
-        if function is None and frame is not None and frame.f_code.co_name != "<module>":
-            function = frame.f_code.co_name      # traced without autograph
-            frame = frame.f_back
-            while frame is not None and frame.f_code.co_filename != self.filename:
-                frame = frame.f_back
-        rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None,
-                   tape._persistent, tape._watch_accessed_variables, None)
-        rec.function = function or "a tf.function"
+        at = traced_at(frame, self.files)
+        outer = self.traced_open[-1] if self.traced_open else (
+            self.active[-1].rec if self.active else None)
+        rec = Tape(len(self.tapes) + self.dropped_tapes, at.line, tape._persistent,
+                   tape._watch_accessed_variables, outer.id if outer is not None else None,
+                   file=at.file)
+        rec.function = at.function or at.python or "a tf.function"
         self.tapes.append(rec)
+        self.traced_open.append(rec)
+        tape.__dict__["_tapeviz_traced_rec"] = rec
+        if (at.file, at.line) not in self.traced_lines:
+            self.traced_lines.add((at.file, at.line))
+            self.warnings.append({"line": at.line, "file": at.file, "kind": "traced",
+                                  "message": explain.traced_tape_note(rec.function, at.python)})
         if len(self.tapes) > self.max_tapes:
             self.drop_oldest_tape()
+
+    def traced_tape_exit(self, tape) -> None:
+        rec = tape.__dict__.pop("_tapeviz_traced_rec", None)
+        if rec is not None and rec in self.traced_open:
+            self.traced_open.remove(rec)
 
     def drop_oldest_tape(self) -> None:
         """Bound memory in long loops: forget the oldest tape no `with` block holds open."""

@@ -15,6 +15,7 @@ from tensorflow.python.eager import context
 
 from ...recording import FORWARD, VARIABLE, Error, Recording
 from ..frames import UserFiles, nearest_user_frame
+from .steps import StepLog
 from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
@@ -39,6 +40,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.tid: dict = {}              # TF tensor id -> recording id
         self.tapes: list = []            # Tape records, in creation order
         self.active: list = []           # states of entered tapes, innermost last
+        self.traced_open: list = []      # Tape records of traced tapes inside their `with`
+        self.traced_lines: set = set()   # (file, line) of traced tapes already warned about
+        self.steps = StepLog()           # every gradient call's summary (Recording.steps)
         self.alerts: list = []
         self.warnings: list = []
         self.handle_names: dict = {}     # TF handle id -> the user's name, for variables
@@ -113,14 +117,16 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
                 "the program names GradientTape but tapeviz recorded no tape: a tape used "
                 "inside a tf.function is traced into a graph rather than run eagerly, and a "
                 "tape the program never enters with `with` is not followed")})
-        dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))
-                   if v}
+        steps, step_sources = self.steps.finish(self)
+        dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes),
+                                     ("steps", self.steps.dropped)) if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),
                          warnings=self.warnings, dropped=dropped, duration_s=duration_s,
                          program=self.files.main, files=files,
-                         skipped=self.window.skipped() if self.window is not None else {})
+                         skipped=self.window.skipped() if self.window is not None else {},
+                         steps=steps, step_sources=step_sources)
 
 def _with_block_ends(source: str) -> dict:
     """Line of each `with` statement -> the last line of its block."""

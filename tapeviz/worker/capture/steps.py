@@ -1,0 +1,111 @@
+"""The run's per-call summaries: every gradient call leaves one (the target's value, each
+source's gradient norm, Nones and NaN/Inf), bounded apart from the ops, so a long loop's
+every step can be charted after the op bound dropped its ops (Recording.steps).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Optional
+
+from .. import numerics
+from .tensors import BIG, EagerTensor, handle_or_self
+from ...recording import (MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, CallSummary,
+                          StepSource, as_float, encode_float)
+
+
+class StepLog:
+    def __init__(self, max_steps: int = MAX_STEPS, max_norms: int = MAX_STEP_NORMS):
+        self.max_steps, self.max_norms = max_steps, max_norms
+        self.kept: deque = deque()        # (CallSummary, [FlowEntry or None per source])
+        self.norms = 0
+        self.dropped = 0
+        self.calls = 0
+        self.sources: dict = {}           # recording id of a source -> its index in `named`
+        self.named: list = []             # [StepSource]
+
+    def add(self, session, state, call, target, flat_sources) -> None:
+        """After `call` is finished (its results and flow filled): its summary. The norms of
+        its sources are its flow entries', some filled only at finish (see flow_entry)."""
+        entries = {e.tensor: e for e in call.flow}
+        positions, flow = [], []
+        for src, result in zip(flat_sources, call.results):
+            positions.append(self._source(session, src, result.source))
+            flow.append(entries.get(result.source) if result.grad is not None else None)
+        summary = CallSummary(self.calls, state.rec.id, len(state.rec.gradients) - 1,
+                              call.kind, call.line, call.file, sources=positions)
+        summary.target, summary.scalar = _target(target)
+        summary.none = [[i, _reason_kind(r.none_reason)] for i, r in enumerate(call.results)
+                        if r.grad is None]
+        summary.error = call.error
+        self.calls += 1
+        self.kept.append((summary, flow))
+        self.norms += len(flow)
+        while len(self.kept) > self.max_steps or (self.norms > self.max_norms
+                                                  and len(self.kept) > 1):
+            _, old = self.kept.popleft()
+            self.norms -= len(old)
+            self.dropped += 1
+
+    def _source(self, session, src, rid: int) -> int:
+        index = self.sources.get(rid)
+        if index is None:
+            if len(self.named) >= MAX_STEP_SOURCES:
+                return -1
+            obj = handle_or_self(src)
+            path = getattr(src, "path", None)
+            if not isinstance(path, str):
+                path = session.variable_names.get(obj._id) if obj is not None else None
+            index = self.sources[rid] = len(self.named)
+            self.named.append(StepSource(rid, None, path,
+                                         path.rsplit("/", 1)[0] if path and "/" in path else None))
+        return index
+
+    def finish(self, session) -> tuple:
+        """(summaries, sources) once every norm is in; names from the tensors' records."""
+        for source in self.named:
+            rec = session.tensors.get(source.tensor)
+            source.name = rec.name if rec is not None else None
+        summaries = []
+        for summary, flow in self.kept:
+            norms = [as_float(e.norm) if e is not None else None for e in flow]
+            summary.norms = [_rounded(n) for n in norms]
+            summary.nan = [i for i, n in enumerate(norms) if n is not None and n != n]
+            summary.inf = [i for i, n in enumerate(norms) if n is not None and math.isinf(n)]
+            summaries.append(summary)
+        return summaries, self.named
+
+
+def _target(target) -> tuple:
+    """(its value when a scalar, else its norm; is it a scalar). Read after TensorFlow
+    computed the gradient, so the value is there; None for a big or non-tensor target."""
+    if isinstance(target, (list, tuple)) and len(target) == 1:
+        target = target[0]
+    if not isinstance(target, EagerTensor):
+        return None, False
+    try:
+        a = target._numpy()
+    except Exception:          # noqa: BLE001 - a resource or string target: no number
+        return None, False
+    if a.size == 1 and a.dtype.kind in "fiuc":
+        return encode_float(float(a.reshape(-1)[0].real)), True
+    if a.size > BIG:
+        return None, False
+    norm = numerics.norm(a)
+    return (encode_float(norm) if norm is not None else None), False
+
+
+def _rounded(norm: Optional[float]):
+    """Seven significant digits (a float32's): a long run's norms in half the JSON."""
+    if norm is None:
+        return None
+    if not math.isfinite(norm):
+        return encode_float(norm)
+    return float(f"{norm:.7g}")
+
+
+def _reason_kind(reason: Optional[str]) -> Optional[str]:
+    """The first clause of a None reason ("a non-differentiable op on the path"): its kind."""
+    if not reason:
+        return None
+    return reason.split(":", 1)[0].split(". ", 1)[0][:80]
