@@ -2,14 +2,17 @@
 a machine without a cluster: does the pod's securityContext let bubblewrap build the
 workers' sandbox?
 
-    python deploy/pod_check.py [--drop CAP ...] [--add CAP ...]
+    python deploy/pod_check.py [--drop CAP ...] [--add CAP ...] [--serve]
 
 bubblewrap stands in for the container runtime: the machine's root filesystem read-only,
 a tmpfs at each emptyDir's mountPath, only the capabilities the container adds (bwrap
 --cap-drop ALL --cap-add ...), the container's environment (TAPEVIZ_WORKERS from the CPU
 request, as the Downward API gives it). Inside, a tapeviz Runner in hosted mode prints its
 walls and records a small TensorFlow program. --drop/--add change the capabilities, to see
-which ones the sandbox needs. Run as root (the pod runs as root).
+which ones the sandbox needs. --serve then also starts the image's command (the
+Dockerfile's CMD, on a free port) in the stand-in, waits for the probes' health path and
+opens the app in Chromium (Playwright, /usr/bin/chromium) until the example's graph is
+drawn. Run as root (the pod runs as root).
 
 Not emulated: the runtime's seccomp and AppArmor profiles (the manifest turns both off),
 cgroup limits, the image's own files (this machine's Python and this checkout stand in).
@@ -21,9 +24,14 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -80,8 +88,8 @@ def container_env(spec: dict) -> dict:
     return env
 
 
-def pod_command(spec: dict, volumes: dict, caps: list, workdir: str) -> list:
-    """bwrap arguments that build the stand-in container."""
+def pod_command(spec: dict, volumes: dict, caps: list, workdir: str, env: dict) -> list:
+    """bwrap arguments that build the stand-in container, up to the command's "--"."""
     context = spec["securityContext"]
     args = ["bwrap", "--die-with-parent",
             "--ro-bind" if context.get("readOnlyRootFilesystem") else "--bind", "/", "/",
@@ -95,14 +103,69 @@ def pod_command(spec: dict, volumes: dict, caps: list, workdir: str) -> list:
     args += ["--cap-drop", "ALL"]
     for cap in caps:
         args += ["--cap-add", "CAP_" + cap]
-    args += ["--chdir", workdir]
-    return args
+    args += ["--chdir", workdir, "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args + ["--"]
+
+
+def image_command(port: int) -> list:
+    """The Dockerfile's CMD, serving on `port` instead of the container's."""
+    text = (ROOT / "Dockerfile").read_text()
+    command = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))
+    return [f"--server.port={port}" if a.startswith("--server.port") else a for a in command]
+
+
+def serve_check(pod: list, health: str) -> bool:
+    """The app started in the stand-in pod answers `health` and draws a page's graph."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(pod + image_command(port), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while True:
+            try:
+                answer = urllib.request.urlopen(url + health, timeout=2).read().decode()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() - started > 120:
+                    print("the app did not answer", health)
+                    return False
+                time.sleep(0.5)
+        print(f"{health} answered {answer!r} after {time.monotonic() - started:.1f} s")
+        from playwright.sync_api import sync_playwright
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                        args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            opened = time.monotonic()
+            page.goto(url)
+            page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=300_000)
+            print(f"the page drew the example's graph {time.monotonic() - opened:.1f} s "
+                  "after it opened")
+            failed = page.locator("[data-testid='stException']").count()
+            browser.close()
+        return failed == 0
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out = proc.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out = proc.communicate()[0]
+        errors = [l for l in out.splitlines() if "Error" in l or "denied" in l]
+        print("the app's errors in its output:", errors[-5:] or "none")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--drop", nargs="*", default=[], help="capabilities to leave out")
     parser.add_argument("--add", nargs="*", default=[], help="capabilities to add")
+    parser.add_argument("--serve", action="store_true",
+                        help="also run the image's command and draw a page in Chromium")
     args = parser.parse_args()
     if os.geteuid() != 0 or not shutil.which("bwrap"):
         print("needs root and bwrap, as the pod has them", file=sys.stderr)
@@ -120,10 +183,8 @@ def main() -> int:
     print("capabilities:", " ".join(caps) or "(none)")
     print("environment:", " ".join(f"{k}={v}" for k, v in sorted(env.items())
                                    if k.startswith("TAPEVIZ_")))
-    command = pod_command(spec, volumes, caps, str(ROOT)) + ["--clearenv"]
-    for key, value in env.items():
-        command += ["--setenv", key, value]
-    command += ["--", sys.executable, "-c", INSIDE, PROGRAM]
+    pod = pod_command(spec, volumes, caps, str(ROOT), env)
+    command = pod + [sys.executable, "-c", INSIDE, PROGRAM]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
     if not lines:
@@ -138,7 +199,12 @@ def main() -> int:
     print(f"recorded {result['ops']} ops, error: {result['error']}, "
           f"stdout: {result['stdout'].strip()!r}")
     print("worker directories left in /tmp:", result["left_in_tmp"] or "none")
-    return 0 if result["error"] is None and "grad" in result["stdout"] else 1
+    if result["error"] is not None or "grad" not in result["stdout"]:
+        return 1
+    if args.serve:
+        health = spec["livenessProbe"]["httpGet"]["path"]
+        return 0 if serve_check(pod, health) else 1
+    return 0
 
 
 if __name__ == "__main__":
