@@ -3,6 +3,7 @@ a machine without a cluster: does the pod's securityContext let bubblewrap build
 workers' sandbox?
 
     python deploy/pod_check.py [--drop CAP ...] [--add CAP ...] [--serve]
+    python deploy/pod_check.py [--drop CAP ...] --exec COMMAND ...
 
 bubblewrap stands in for the container runtime: the machine's root filesystem read-only,
 a tmpfs at each emptyDir's mountPath, only the capabilities the container adds (bwrap
@@ -12,7 +13,8 @@ walls and records a small TensorFlow program. --drop/--add change the capabiliti
 which ones the sandbox needs. --serve then also starts the image's command (the
 Dockerfile's CMD, on a free port) in the stand-in, waits for the probes' health path and
 opens the app in Chromium (Playwright, /usr/bin/chromium) until the example's graph is
-drawn. Run as root (the pod runs as root).
+drawn. --exec runs COMMAND in the stand-in instead (e.g. the hosted tests, to see the
+walls hold inside the pod) and exits with its status. Run as root (the pod runs as root).
 
 Not emulated: the runtime's seccomp and AppArmor profiles (the manifest turns both off),
 cgroup limits, the image's own files (this machine's Python and this checkout stand in).
@@ -166,6 +168,8 @@ def main() -> int:
     parser.add_argument("--add", nargs="*", default=[], help="capabilities to add")
     parser.add_argument("--serve", action="store_true",
                         help="also run the image's command and draw a page in Chromium")
+    parser.add_argument("--exec", nargs=argparse.REMAINDER, dest="command",
+                        help="run this command in the stand-in pod instead")
     args = parser.parse_args()
     if os.geteuid() != 0 or not shutil.which("bwrap"):
         print("needs root and bwrap, as the pod has them", file=sys.stderr)
@@ -184,6 +188,8 @@ def main() -> int:
     print("environment:", " ".join(f"{k}={v}" for k, v in sorted(env.items())
                                    if k.startswith("TAPEVIZ_")))
     pod = pod_command(spec, volumes, caps, str(ROOT), env)
+    if args.command:
+        return subprocess.run(pod + args.command).returncode
     command = pod + [sys.executable, "-c", INSIDE, PROGRAM]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
