@@ -7,11 +7,11 @@ images, strategic-merge patches of a Deployment), so no tool is needed; where ku
 installed its own kustomize must render the same objects.
 """
 import ast
-import importlib.util
 import math
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,9 @@ GVISOR = ROOT / "deploy" / "gvisor"
 HEALTH = "/_stcore/health"
 CLUSTER_SCOPED = {"Namespace", "RuntimeClass"}
 
-_spec = importlib.util.spec_from_file_location("pod_check", ROOT / "deploy" / "pod_check.py")
-pod_check = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pod_check)
+sys.path.insert(0, str(ROOT / "deploy"))     # the scripts import each other, as when run
+import capacity  # noqa: E402
+import pod_check  # noqa: E402
 
 
 def merge(into: dict, patch: dict) -> dict:
@@ -116,6 +116,7 @@ REQUIRED = {
     "Ingress": ["rules"],
     "HorizontalPodAutoscaler": ["scaleTargetRef", "minReplicas", "maxReplicas", "metrics"],
     "NetworkPolicy": ["podSelector", "policyTypes"],
+    "PodDisruptionBudget": ["selector"],
 }
 
 
@@ -135,6 +136,7 @@ def test_the_pieces_point_at_each_other(base, app):
     assert selects(base["Deployment"]["spec"]["selector"]["matchLabels"])
     assert selects(base["Service"]["spec"]["selector"])
     assert selects(base["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"])
+    assert selects(base["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"])
     target = base["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment",
                                                 base["Deployment"]["metadata"]["name"])
@@ -271,3 +273,26 @@ def test_kubectls_kustomize_renders_the_same(folder):
     theirs = sorted(yaml.safe_load_all(done.stdout), key=key)
     ours = sorted(render(folder), key=key)
     assert theirs == ours
+
+
+def test_the_capacity_table_in_the_docs_follows_from_the_measured_cpu_per_run():
+    """docs/hosting.md's replicas per class size are capacity.py's model applied to the
+    CPU per run the doc quotes, with deploy/base's cores and HPA."""
+    doc = (ROOT / "docs" / "hosting.md").read_text()
+    low, high = map(float, re.search(r"With c = ([\d.]+)-([\d.]+) s", doc).groups())
+    target_s = float(re.search(r"T = ([\d.]+) s", doc).group(1))
+    every_min = float(re.search(r"m = ([\d.]+) minutes", doc).group(1))
+    shape = capacity.replica_shape()
+    rows = re.findall(r"^\| (\d+) \| ([\d-]+)[^|]*\| ([\d-]+) \|$", doc, re.M)
+    assert len(rows) >= 3
+
+    def span(values):
+        lo, hi = min(values), max(values)
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+
+    for students, burst, steady in rows:
+        n = int(students)
+        assert burst == span([max(shape["min"], capacity.replicas_for_burst(
+            n, c, shape["cores"], target_s)) for c in (low, high)])
+        assert steady == span([max(shape["min"], capacity.replicas_for_steady(
+            n, c, shape["cores"], every_min, shape["utilisation"])) for c in (low, high)])
