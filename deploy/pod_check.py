@@ -93,7 +93,9 @@ def container_env(spec: dict) -> dict:
 def pod_command(spec: dict, volumes: dict, caps: list, workdir: str, env: dict) -> list:
     """bwrap arguments that build the stand-in container, up to the command's "--"."""
     context = spec["securityContext"]
-    args = ["bwrap", "--die-with-parent",
+    # A pod has its own process namespace: the server's clean-up by uid sees its own
+    # workers only, as in the cluster.
+    args = ["bwrap", "--die-with-parent", "--unshare-pid",
             "--ro-bind" if context.get("readOnlyRootFilesystem") else "--bind", "/", "/",
             "--dev", "/dev", "--proc", "/proc"]
     for mount in spec.get("volumeMounts", []):
@@ -183,7 +185,11 @@ def main() -> int:
     env = container_env(spec)
     # This machine's Python and checkout stand in for the image's.
     env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), PYTHONPATH=str(ROOT),
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1",
+               # Worker uids apart from those of tapeviz servers on this machine (their
+               # locks are in the machine's /run/tapeviz-uids, not the stand-in's): a
+               # shared uid would share one process limit.
+               TAPEVIZ_UID_BASE="64000")
     print("capabilities:", " ".join(caps) or "(none)")
     print("environment:", " ".join(f"{k}={v}" for k, v in sorted(env.items())
                                    if k.startswith("TAPEVIZ_")))
