@@ -77,7 +77,8 @@ def cpu_cores(quantity: str) -> float:
 
 def container_env(spec: dict) -> dict:
     """The container's environment as the kubelet would set it (plain values and the
-    Downward API's resource fields; a divisor of 1 rounds a fraction of a core up)."""
+    Downward API's CPU fields, the only kind the Deployment uses; a divisor of 1 rounds a
+    fraction of a core up)."""
     env = {}
     for item in spec.get("env", []):
         if "value" in item:
@@ -85,6 +86,7 @@ def container_env(spec: dict) -> dict:
             continue
         field = item["valueFrom"]["resourceFieldRef"]
         kind, resource = field["resource"].split(".")
+        assert resource == "cpu", f"only CPU resource fields are emulated: {item['name']}"
         value = cpu_cores(spec["resources"][kind][resource])
         env[item["name"]] = str(math.ceil(value / cpu_cores(field.get("divisor", "1"))))
     return env
