@@ -3,7 +3,7 @@ then replicas of deploy/base/deployment.yaml per class size.
 
     python deploy/capacity.py [--runs 4 8] [--burst-s 15] [--every-min 2]
 
-Runs `bench/bench_load.py --trainings 0` (hosted mode, bwrap on) twice, with two numbers
+Runs `bench/hosted_load.py --trainings 0` (hosted mode, bwrap on) twice, with two numbers
 of runs, and counts the CPU time of the bench and every process below it: /proc sampled
 every 0.1 s, each process's last user + system time (a process's last 0.1 s can be
 missed; getrusage cannot be used, since a worker's sandbox is killed before it reaps the
@@ -89,8 +89,8 @@ class CpuSampler(threading.Thread):
 
 
 def bench(runs: int) -> dict:
-    """One bench_load run: its CPU seconds (all processes), wall seconds, and outcome."""
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "bench_load.py"),
+    """One hosted_load run: its CPU seconds (all processes), wall seconds, and outcome."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "hosted_load.py"),
                              "--runs", str(runs), "--trainings", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, TAPEVIZ_MODE="hosted"))
@@ -102,7 +102,7 @@ def bench(runs: int) -> dict:
     cpu = sampler.cpu_s
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     if done.returncode != 0 or "sandbox=bwrap" not in out:
-        raise SystemExit(f"bench_load failed or ran unsandboxed:\n{out}\n{done.stderr[-2000:]}")
+        raise SystemExit(f"hosted_load failed or ran unsandboxed:\n{out}\n{done.stderr[-2000:]}")
     back = re.search(r"runs: (\d+)/(\d+) back, (\d+) failed; latency p50 ([\d.]+) s, "
                      r"p95 ([\d.]+) s", out)
     wall = float(re.search(r"all done in ([\d.]+) s", out).group(1))
@@ -149,7 +149,7 @@ def main() -> int:
 
     small, large = bench(args.runs[0]), bench(args.runs[1])
     for b in (small, large):
-        print(f"bench_load --runs {b['runs']} --trainings 0: {b['cpu_s']:.1f} CPU s, "
+        print(f"hosted_load --runs {b['runs']} --trainings 0: {b['cpu_s']:.1f} CPU s, "
               f"all done in {b['wall_s']:.1f} s, p50 {b['p50']:.1f} s, p95 {b['p95']:.1f} s, "
               f"{b['failed']} failed (workers={b['workers']})")
     per_run = (large["cpu_s"] - small["cpu_s"]) / (large["runs"] - small["runs"])
