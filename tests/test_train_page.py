@@ -9,6 +9,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.slow   # every training run here is a real worker
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
