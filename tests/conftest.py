@@ -2,11 +2,13 @@
 
 A test that starts a process (a worker or the zygote through tapeviz.server, a fresh
 Python, a Streamlit server, Chromium through Playwright) is marked `slow`: each such start
-costs seconds (TensorFlow's import, Streamlit's, a browser's) on a 2-core machine.
+costs seconds (TensorFlow's import, Streamlit's, a browser's) on a 2-core machine. So
+is a test that trains for many seconds in-process (a LeNet on real digits, a loop run to
+its time limit): `-m "not slow"` must stay under 2 minutes on a busy 2-core machine.
 `python -m pytest -m "not slow"` runs the rest, in-process: pure code, plain data, and
 TensorFlow recorded in the test's own process.
 
-The check: a test NOT marked slow that starts a process fails, naming what it started and
+The check (on in both tiers): a test NOT marked slow that starts a process fails, naming what it started and
 saying to mark it slow. It watches through a Python audit hook (PEP 578), so it sees every
 start from any thread, however the code reaches it: subprocess (which AppTest's pages,
 Runner's spawner thread and Playwright's driver all go through), os.exec*, os.posix_spawn,
