@@ -15,6 +15,7 @@ Runner's spawner thread and Playwright's driver all go through), os.exec*, os.po
 os.system. A plain os.fork is let through: it copies this process in milliseconds and
 runs no new program.
 """
+import os
 import platform
 import sys
 import threading
@@ -34,7 +35,8 @@ def _audit(event, args):
     # keeps it cheap when no fast test is running.
     if _watched is None or event not in _STARTS:
         return
-    program = args[0] if args else ""
+    program = args[1] if event == "os.spawn" else args[0]     # os.spawn's first is the mode
+    program = os.fsdecode(program) if isinstance(program, (str, bytes, os.PathLike)) else program
     with _lock:
         _started.append((event, program))
     raise RuntimeError(f"{_watched} starts {program!r} but is not marked slow")
