@@ -9,6 +9,8 @@ from streamlit.testing.v1 import AppTest
 from tapeviz import examples
 from tapeviz.page import debugger_state, editor, share
 
+pytestmark = pytest.mark.slow   # every page opened here runs its program in a real worker
+
 # Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
 os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")
 

@@ -7,6 +7,8 @@ import pytest
 from browser_util import (WAIT_MS, assert_no_exception, browser_page, screenshot_path,
                           streamlit_server)
 
+pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -7,6 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow   # a user's script and a fresh interpreter, each a Python of its own
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = '''

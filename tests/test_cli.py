@@ -11,6 +11,8 @@ import pytest
 
 from tapeviz.server import runner
 
+pytestmark = pytest.mark.slow   # `python -m tapeviz` and Runners: each a process of its own
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

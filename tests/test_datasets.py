@@ -30,6 +30,7 @@ def test_load_data_is_keras_own_again_after_the_run():
     assert tf.keras.datasets.mnist.load_data is before
 
 
+@pytest.mark.slow   # trains until its 12 s time limit, by design
 @needs_mnist
 def test_the_eager_guide_loop_runs_as_written(offline_mnist):
     # Stopped early on purpose: the loop's 250 steps take longer than a test should.

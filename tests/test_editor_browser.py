@@ -8,6 +8,8 @@ from browser_util import WAIT_MS, assert_no_exception, screenshot_path, streamli
 
 from tapeviz.page import share
 
+pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
+
 ENDLESS = "import tensorflow as tf\n\nx = tf.constant(1.0)\nwhile True:\n    x = x + 1.0\n"
 
 

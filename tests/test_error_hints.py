@@ -17,6 +17,7 @@ def python_says(source: str) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_name_error_keeps_pythons_did_you_mean():
     program = "dy_dx = 3.0\nprint(dy_dz)\n"
     rec = recorder.record(program)
@@ -27,6 +28,7 @@ def test_name_error_keeps_pythons_did_you_mean():
     assert "`dy_dx`" in rec.error.hint
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_name_error_without_a_close_name_has_no_suggestion():
     rec = recorder.record("print(zzz_unknown)\n")
     assert "Did you mean" not in python_says("print(zzz_unknown)\n")
@@ -57,6 +59,7 @@ INPUT = "import subprocess\nprint(repr(subprocess.run(['cat'], capture_output=Tr
         "name = input('name? ')\nprint('hi', name)\n"
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_input_meets_the_end_of_its_input_at_once_as_with_no_keyboard():
     """The reference: the same program under plain Python with its stdin at its end (a
     browser has no keyboard). Before, input() waited on the worker's job channel until the
@@ -70,6 +73,7 @@ def test_input_meets_the_end_of_its_input_at_once_as_with_no_keyboard():
     assert "`input()`" in rec.error.hint and "keyboard" in rec.error.hint
 
 
+@pytest.mark.slow   # a Runner's worker
 def test_input_in_a_forked_worker_does_not_wait_for_the_time_limit():
     from tapeviz.server.runner import Config, Runner
     runner = Runner(Config(warm=1))

@@ -10,6 +10,8 @@ import pytest
 
 from tapeviz import examples
 
+pytestmark = pytest.mark.slow   # the examples run in a fresh interpreter (the `runs` fixture)
+
 EXPECTED = [
     "eager_basics", "fizzbuzz", "linear_gradient", "nonpersistent_error",
     "persistent_tape", "higher_order", "watch_constant", "none_gradients",

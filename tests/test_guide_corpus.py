@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow   # each program runs plainly and recorded, a Python each
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 GRAD_LINE = re.compile(r"^grad [\w]+: (.+)$", re.M)

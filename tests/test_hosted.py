@@ -20,6 +20,8 @@ from tapeviz.server import jobs, runner, sandbox
 
 from hosted_util import works
 
+pytestmark = pytest.mark.slow   # sandboxed workers, Runners and `python -m tapeviz`
+
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
 needs_bwrap = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")

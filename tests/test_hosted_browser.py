@@ -11,7 +11,8 @@ from tapeviz.page import share
 from tapeviz.server import sandbox
 
 SANDBOXED, WHY_NOT = sandbox.probe()
-pytestmark = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
+pytestmark = [pytest.mark.slow,   # hosted Streamlit servers driven in Chromium
+              pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")]
 SLEEPER = "import time\nprint('started')\ntime.sleep(100)\n"
 
 

@@ -22,7 +22,8 @@ from hosted_util import works
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
-pytestmark = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
+pytestmark = [pytest.mark.slow,   # sandboxed workers, Runners and `python -m tapeviz`
+              pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")]
 HOSTED_ENV = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WORKERS": "2", "TAPEVIZ_WARM": "1",
               "TAPEVIZ_TIMEOUT_S": "10"}
 libc = ctypes.CDLL(None, use_errno=True)

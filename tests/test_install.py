@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow   # a virtualenv, pip and the installed command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tapeviz"
 TF_SIDE = PACKAGE / "worker"
@@ -66,6 +68,7 @@ def test_the_tensorflow_side_is_one_subpackage():
     assert not offenders, "TensorFlow outside tapeviz/worker:\n" + "\n".join(offenders)
 
 
+@pytest.mark.slow   # a fresh interpreter, so that nothing this process imported counts
 def test_importing_everything_else_loads_no_tensorflow():
     # Imported for real, in a fresh interpreter: this catches a path through any module,
     # a third-party one included, that the static check above cannot see.

@@ -4,6 +4,7 @@ put back as it was (a second run imports the package afresh and records its tape
 import os
 import sys
 
+import pytest
 from user_project import printed_gradients, recorded_gradients, write_project
 
 from tapeviz.worker import recorder
@@ -44,6 +45,7 @@ print(sys.argv, args.lr)
 """
 
 
+@pytest.mark.slow   # plain `python program.py`, the reference, runs as a program of its own
 def test_a_typed_program_sees_the_argv_of_python_program_py(tmp_path):
     """The app's programs have no argv of their own: they see what `python program.py` gives
     (the reference, run plainly), not the worker's, which made argparse fail."""

@@ -976,6 +976,7 @@ NATIVE_STDOUT = src("""
 """)
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_writes_below_python_to_stdout_are_the_programs_output_in_order(tmp_path):
     """tf.print inside a tf.function (no op callback sees it), os.write(1, ...) and a
     subprocess write to file descriptor 1: the reference is the same program's real stdout,
@@ -1010,6 +1011,7 @@ STDERR = src("""
 """)
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_stderr_is_the_programs_stderr_as_python_writes_it(tmp_path):
     """tf.print without output_stream, Python's sys.stderr, fd 2 and warnings (Python's and
     TensorFlow's): the reference is the same program run plainly, with the worker's

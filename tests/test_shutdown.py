@@ -67,6 +67,7 @@ def generated_files(stdout: str) -> list:
     return [line.split(" ", 1)[1] for line in stdout.splitlines() if line.startswith("GENERATED")]
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_exit_handlers_print_into_the_recording_as_python_prints_them(tmp_path):
     rec = recorder.record(HANDLERS)
     assert rec.error is None
@@ -126,6 +127,7 @@ THREADS = textwrap.dedent("""
     """)
 
 
+@pytest.mark.slow   # plain Python, the reference, runs as a program of its own
 def test_the_programs_threads_end_into_the_recording_as_python_waits_for_them(tmp_path):
     rec = recorder.record(THREADS, timeout=60)
     assert rec.error is None
@@ -159,6 +161,7 @@ def test_the_real_atexit_is_back_after_the_run():
     assert atexit.register is register
 
 
+@pytest.mark.slow   # plain Python, and a Runner's zygote and worker
 def test_a_forked_local_worker_leaves_no_autograph_file(tmp_path):
     """Local mode's workers are forks of the zygote and end with os._exit: before, each
     traced function's generated file stayed in the temp folder. A plain run removes it."""

@@ -8,6 +8,8 @@ import pytest
 from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path,
                           streamlit_server)
 
+pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
+
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 
 # The number of points in the first trace of the plotly chart whose title holds `title`

@@ -11,6 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from tapeviz.page import debugger_state
 
+pytestmark = pytest.mark.slow   # every training run here is a real worker
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"

@@ -51,6 +51,7 @@ def lenet_run(mnist_dir):
                   "eval_every": 50, "seed": 1})
 
 
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_stream_starts_and_ends_and_is_plain_data(lenet_run):
     assert lenet_run[0]["type"] == "start"
     done = lenet_run[-1]
@@ -61,12 +62,14 @@ def test_stream_starts_and_ends_and_is_plain_data(lenet_run):
     json.dumps(lenet_run)  # everything crosses a process boundary as JSON
 
 
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_loss_goes_down(lenet_run):
     losses = [r["loss"] for r in of_type(lenet_run, "step")]
     assert len(losses) == 200
     assert np.mean(losses[-20:]) < 0.5 * np.mean(losses[:20])
 
 
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_held_out_accuracy_rises_well_above_chance(lenet_run):
     evals = of_type(lenet_run, "eval")
     assert [e["step"] for e in evals] == [50, 100, 150, 200]
@@ -75,6 +78,7 @@ def test_held_out_accuracy_rises_well_above_chance(lenet_run):
     assert evals[-1]["loss"] < evals[0]["loss"]
 
 
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_grad_norms_finite_for_every_trainable_variable(lenet_run):
     variables = lenet_run[0]["variables"]
     assert {v.rsplit("/", 1)[1] for v in variables} == {"kernel", "bias"}
@@ -85,6 +89,7 @@ def test_grad_norms_finite_for_every_trainable_variable(lenet_run):
         assert step["steps_per_s"] > 0 and step["total_steps"] == 200
 
 
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_predictions_are_small_8bit_images(lenet_run):
     predictions = of_type(lenet_run, "predictions")
     assert len(predictions) == len(of_type(lenet_run, "eval"))
@@ -169,6 +174,7 @@ def test_gradient_watch_flags_collapse_and_explosion_once():
     assert watch.check(13, 2.0, {"m/dense/kernel": 1e-6, "m/conv/kernel": 1e5}) == []
 
 
+@pytest.mark.slow   # two epochs of training on scikit-learn's digits
 def test_sklearn_digits_train_when_no_mnist(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("TAPEVIZ_MNIST_DIR", raising=False)

@@ -11,6 +11,8 @@ import pytest
 from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served
 from user_project import line_of, write_project
 
+pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
+
 SIZES = [(1600, 1000), (1280, 720), (1024, 768)]
 
 

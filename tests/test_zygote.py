@@ -13,6 +13,8 @@ pytest.importorskip("tensorflow")
 
 from tapeviz.server.runner import Config, Runner  # noqa: E402
 
+pytestmark = pytest.mark.slow   # a Runner's zygote and its forked workers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MUTATE = textwrap.dedent("""

@@ -1,0 +1,77 @@
+"""The suite's two tiers, and the check that keeps the fast one fast.
+
+A test that starts a process (a worker or the zygote through tapeviz.server, a fresh
+Python, a Streamlit server, Chromium through Playwright) is marked `slow`: each such start
+costs seconds (TensorFlow's import, Streamlit's, a browser's) on a 2-core machine. So
+is a test that trains for many seconds in-process (a LeNet on real digits, a loop run to
+its time limit): `-m "not slow"` must stay under 2 minutes on a busy 2-core machine.
+`python -m pytest -m "not slow"` runs the rest, in-process: pure code, plain data, and
+TensorFlow recorded in the test's own process.
+
+The check (on in both tiers): a test NOT marked slow that starts a process fails, naming what it started and
+saying to mark it slow. It watches through a Python audit hook (PEP 578), so it sees every
+start from any thread, however the code reaches it: subprocess (which AppTest's pages,
+Runner's spawner thread and Playwright's driver all go through), os.exec*, os.posix_spawn,
+os.system. A plain os.fork is let through: it copies this process in milliseconds and
+runs no new program.
+"""
+import os
+import platform
+import sys
+import threading
+
+import pytest
+
+# Events that start a new program (https://docs.python.org/3/library/audit_events.html).
+_STARTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"})
+
+_watched = None            # the running test's node id while it is not marked slow, else None
+_started: list = []        # what the watched test started: (event, program)
+_lock = threading.Lock()   # starts may come from the test's threads (a Runner's spawner)
+
+
+def _audit(event, args):
+    # Called for every audited event of the process (imports, opens, ...): the first test
+    # keeps it cheap when no fast test is running.
+    if _watched is None or event not in _STARTS:
+        return
+    program = args[1] if event == "os.spawn" else args[0]     # os.spawn's first is the mode
+    program = os.fsdecode(program) if isinstance(program, (str, bytes, os.PathLike)) else program
+    with _lock:
+        _started.append((event, program))
+    raise RuntimeError(f"{_watched} starts {program!r} but is not marked slow")
+
+
+# Importing TensorFlow asks platform for the processor's name, which Python finds by
+# running `uname -p` once and caching it: ask first, so no test is blamed for that.
+platform.processor()
+sys.addaudithook(_audit)   # a hook cannot be removed: it stays idle between watched tests
+
+
+def _watch(item):
+    """Runs one phase of `item` (setup, call or teardown) watching for process starts."""
+    global _watched
+    with _lock:
+        _started.clear()
+    _watched = item.nodeid if item.get_closest_marker("slow") is None else None
+    try:
+        return (yield)
+    finally:
+        # Also when the test caught the hook's error, or a thread swallowed it and the
+        # test failed on something else (a worker that never came): say the real cause.
+        _watched = None
+        with _lock:
+            started, _started[:] = list(_started), []
+        if started:
+            event, program = started[0]
+            raise pytest.fail.Exception(
+                f"not marked slow, yet started {program!r} ({event}): mark the test "
+                "@pytest.mark.slow, or its module with pytestmark = pytest.mark.slow "
+                "(tests/conftest.py says why)", pytrace=False) from None
+
+
+# Module-scoped fixtures (a server, a Runner) start in the setup of their first test, so
+# every phase is watched, not only the call.
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_watch)
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_watch)
+pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_watch)
