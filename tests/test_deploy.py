@@ -264,6 +264,7 @@ def test_gvisor_overlay_only_adds_the_runtime_class(base):
     assert gvisor == base
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 @pytest.mark.parametrize("folder", [BASE, GVISOR], ids=["base", "gvisor"])
 def test_kubectls_kustomize_renders_the_same(folder):

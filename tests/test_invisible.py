@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow   # every test compares with the program run plainly, in its own process
+
 tf = pytest.importorskip("tensorflow")
 from tapeviz.worker import recorder  # noqa: E402
 

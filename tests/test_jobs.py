@@ -102,6 +102,7 @@ def pool():
     pool.close()
 
 
+@pytest.mark.slow   # a real runner and its workers
 def test_a_record_job_reports_typed_events_in_order(pool):
     source = "total = sum(range(10))\nprint(total)\n"
     job = pool.submit(jobs.Record(source), owner="events")
@@ -116,6 +117,7 @@ def test_a_record_job_reports_typed_events_in_order(pool):
     assert job.result["error"] is None and job.done
 
 
+@pytest.mark.slow   # a real runner and its workers
 def test_a_queued_job_says_its_place_and_cancel_ends_it(pool):
     long = pool.submit(jobs.Record("import time\ntime.sleep(60)\n"), owner="x")
     while long.phase != "running":
