@@ -88,11 +88,15 @@ def drawn(rec: Recording, run_id: int, **options):
     key = (run_id, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
     if key in memo:
         memo.move_to_end(key)
-        return memo[key]
-    G = graph.build(rec, **options)
-    memo[key] = (G, layout.layered(G))
-    while len(memo) > MEMO_SIZE:
-        memo.popitem(last=False)
+    else:
+        G = graph.build(rec, **options)
+        memo[key] = (G, layout.layered(G))
+        while len(memo) > MEMO_SIZE:
+            memo.popitem(last=False)
+    G = memo[key][0]
+    for note in ("cut", "cut_text"):     # the graph's own wall stopped it: the page says so
+        if G.graph.get(note):
+            st.warning(G.graph[note], icon=":material/content_cut:")
     return memo[key]
 
 
