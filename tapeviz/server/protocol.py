@@ -5,7 +5,7 @@ the page builds anything from them. No TensorFlow, no Streamlit.
 """
 from __future__ import annotations
 
-import json
+import time
 from typing import Optional
 
 from .. import recording_gate as gate
@@ -28,6 +28,94 @@ def parse(line: bytes, max_ops: int) -> dict:
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError("a message that is not a JSON object with a type")
     return message
+
+
+# -- strict message shapes, and what reading them may cost --------------------------------------
+
+MAX_SMALL_MESSAGE = 4 * 2**20   # any message but the recording: stdout chunks are <= 200k chars
+OUTPUT_BYTES_PER_S = 2 * 2**20  # what a job's messages may cost per second, past one recording
+RECORDING_PREFIX = b'{"type": "recording"'   # how the worker's channel writes one (type first)
+
+
+def _text(x) -> bool:
+    return isinstance(x, str)
+
+
+def _table(x) -> bool:
+    """A small flat table (a worker's resource usage)."""
+    return x is None or (isinstance(x, dict) and len(x) <= 32
+                         and all(type(v) in (int, float, str, bool) for v in x.values()))
+
+
+def _metric(x) -> bool:
+    return isinstance(x, dict) and isinstance(x.get("type"), str)
+
+
+# type: {field: check}, exactly what the worker sends (worker/serve.py, exits.py, recorder.py);
+# the recording itself is checked by the gate (check_recording).
+SHAPES = {
+    "ready": {"pid": lambda x: type(x) is int},
+    "stdout": {"text": _text},
+    "stderr": {"text": _text},
+    "stopped": {},
+    "recording": {"recording": lambda x: isinstance(x, dict), "usage": _table,
+                  "exit_status": lambda x: x is None or type(x) is int},
+    "metric": {"metric": _metric},
+    "done": {"usage": _table},
+    "error": {"message": _text},
+}
+REQUIRED = {"ready": ("pid",), "stdout": ("text",), "stderr": ("text",), "recording": ("recording",),
+            "metric": ("metric",), "error": ("message",)}
+
+
+def shape_problem(message: dict) -> Optional[str]:
+    """Why `message` is not one of the shapes a worker sends, or None. `secret` is the
+    job's echo (process.py checks its value)."""
+    kind = message["type"]
+    fields = SHAPES.get(kind)
+    if fields is None:
+        return f"a message of an unknown type {kind[:40]!r}"
+    for key, value in message.items():
+        if key in ("type", "secret"):
+            continue
+        if key not in fields or not fields[key](value):
+            return f"a {kind} message whose {str(key)[:40]!r} is not what the worker sends"
+    missing = [k for k in REQUIRED.get(kind, ()) if k not in message]
+    if missing:
+        return f"a {kind} message without {missing[0]!r}"
+    return None
+
+
+class Inbox:
+    """One job's messages from its worker: each line paid for in a byte budget (past one
+    recording's worth, OUTPUT_BYTES_PER_S: a flood waits in the pipe, blocking the program,
+    not the server's CPU), refused unparsed when large and not a recording, parsed under the
+    gate's budget, and held to its type's exact shape."""
+
+    def __init__(self, max_ops: int, rate: float = OUTPUT_BYTES_PER_S):
+        self.max_ops, self.rate = max_ops, rate
+        self.tokens, self.last = float(MAX_MESSAGE), time.monotonic()
+
+    def parse(self, line: bytes) -> dict:
+        self._pay(len(line))
+        if len(line) > MAX_SMALL_MESSAGE and not line.startswith(RECORDING_PREFIX):
+            raise ProtocolError(f"a message of {len(line) / 2**20:.1f} MiB that is not a recording")
+        message = parse(line, self.max_ops)
+        why = shape_problem(message)
+        if why is not None:
+            raise ProtocolError(why)
+        return message
+
+    def _pay(self, size: int) -> None:
+        now = time.monotonic()
+        self.tokens = min(float(MAX_MESSAGE), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if size > self.tokens:
+            time.sleep((size - self.tokens) / self.rate)   # the worker's pipe fills meanwhile
+            self.last = time.monotonic()
+            self.tokens = 0.0
+        else:
+            self.tokens -= size
 
 
 def check_recording(rec, source: str, max_ops: int, max_stdout: int) -> Optional[str]:
