@@ -127,3 +127,17 @@ def test_the_gate_bounds_hold_for_the_recorders_own_bound(pool):
                       "for i in range(3000):\n    x = x + 1.0\nprint(float(x))\n", timeout=60)
     assert rec["error"] is None and len(rec["ops"]) >= 3000
     assert gate.problem(rec) is None
+
+
+def test_the_workers_home_is_its_own_and_writable(pool):
+    rec = pool.record("import os, tensorflow as tf\n"
+                      "keras = os.path.expanduser('~/.keras')\n"
+                      "print('made by the import:', os.path.isdir(keras))\n"
+                      "with open(os.path.join(keras, 'mine.txt'), 'w') as f:\n"
+                      "    f.write('ok')\n"
+                      "with open(os.path.expanduser('~/notes.txt'), 'w') as f:\n"
+                      "    f.write('ok')\n"
+                      "print('home', os.path.expanduser('~') == os.getcwd(), os.getuid() != 0)\n")
+    assert rec["error"] is None, rec["error"]
+    assert "made by the import: True" in rec["stdout"]
+    assert "home True True" in rec["stdout"]
