@@ -4,6 +4,7 @@ on): a forged recording with a million inputs, from a worker and as an uploaded 
 leaves the server process within +600 MiB of its peak memory (VmHWM) and the page answering
 with a plain message."""
 import json
+import os
 
 import pytest
 
@@ -120,3 +121,36 @@ def test_a_400_mb_of_zeros_npz_is_refused_on_the_training_page(server, tmp_path)
         page.screenshot(path=screenshot_path("hosted-npz-bomb.png"), full_page=True)
         assert_no_exception(page)
         within(pid, before, f"a 400 MB-of-zeros npz ({path.stat().st_size / 2**10:.0f} KiB)")
+
+
+def inotify_watches(pid: int) -> int:
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                count += sum(1 for line in f if line.startswith("inotify wd:"))
+        except OSError:
+            continue
+    return count
+
+
+def test_hosted_mode_turns_the_file_watcher_off_for_new_sessions():
+    """Started without the Dockerfile's --server.fileWatcherType=none: the sessions after
+    the first watch no files. The reference: the same server in local mode watches files."""
+    counts = {}
+    for mode in ("local", "hosted"):
+        with streamlit_server(dict(ENV, TAPEVIZ_MODE=mode, TAPEVIZ_WARM="0")) as url, \
+                browser_page() as page:
+            pid = _server_pid(int(url.rsplit(":", 1)[1]))
+            page.goto(url)
+            page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
+            first = inotify_watches(pid)
+            page.close()                      # the first session ends, and its watches
+            second = page.context.browser.new_page()
+            second.goto(url)
+            second.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
+            second.wait_for_timeout(2000)
+            counts[mode] = (first, inotify_watches(pid))
+    print("inotify watches (first session, a later one):", counts)
+    assert counts["local"][1] > 0
+    assert counts["hosted"][1] == 0

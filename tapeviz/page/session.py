@@ -25,7 +25,19 @@ def runner() -> Runner:
     # One per server process: it owns the warm worker and the queue every session shares.
     shared = Runner()
     atexit.register(shared.close)    # no idle worker outlives the server
+    if shared.config.hosted:
+        quiet_file_watcher()
     return shared
+
+
+def quiet_file_watcher() -> None:
+    """Hosted mode: no file watcher for the sessions to come (Streamlit gives each new
+    session one unless server.fileWatcherType is "none"; on a busy instance it logged
+    thousands of "inotify queue overflowed" lines). The Dockerfile's command line sets it
+    before the first session; this covers a hosted instance started without it."""
+    from streamlit import config
+    if config.get_option("server.fileWatcherType") != "none":
+        config.set_option("server.fileWatcherType", "none")
 
 
 @st.cache_resource(show_spinner=False)
