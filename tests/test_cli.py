@@ -239,3 +239,14 @@ def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
     result = cli("view", str(tmp_path / "broken.json"), "--headless")
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert cli("view", str(tmp_path / "missing.json")).returncode == 2
+
+
+def test_view_refuses_a_hostile_recording_through_the_gate(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "typed.json").write_text(
+        '{"schema": "tapeviz.recording/1", "source": "", "ops": [{"id": "zero"}]}')
+    for name, words in (("deep.json", "nested deeper than any recording"),
+                        ("typed.json", "field 'id' is not what the recorder writes")):
+        result = cli("view", str(tmp_path / name), "--headless")
+        assert result.returncode == 2 and words in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
