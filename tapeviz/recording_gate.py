@@ -132,7 +132,8 @@ def _opt_name(x) -> bool:
 
 
 def _opt_text(x) -> bool:
-    return x is None or (type(x) is str and len(x) <= MAX_TEXT)
+    # any length: an exception's message is the program's to choose; problem() cuts it
+    return x is None or type(x) is str
 
 
 def _scalar(x) -> bool:
@@ -215,8 +216,9 @@ DRAWN_TEXT = ("type", "scope", "function", "file", "name", "dtype", "preview")
 
 def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Optional[str]:
     """Why `rec` (a parsed recording) cannot be one the recorder wrote within the bounds,
-    as a plain sentence, or None. `max_stdout`: the printed-output bound it ran with (None:
-    an opened file, bounded by the parse alone)."""
+    as a plain sentence, or None; then free text over MAX_TEXT (an exception's message) is
+    cut in place. `max_stdout`: the printed-output bound it ran with (None: an opened file,
+    bounded by the parse alone)."""
     if type(rec) is not dict or rec.get("schema") != SCHEMA:
         return "the recording is not a tapeviz recording"
     b = bounds(max_ops)
@@ -256,7 +258,34 @@ def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Op
     for key in ("duration_s", "program"):
         if not _scalar(rec.get(key)):
             return f"the recording's {key} is not well-formed"
-    return _problem_graph(rec, b)
+    why = _problem_graph(rec, b)
+    if why is None:
+        _cut_free_text(rec)
+    return why
+
+
+def _cut(d: dict, key: str) -> None:
+    text = d.get(key)
+    if type(text) is str and len(text) > MAX_TEXT:
+        d[key] = text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT:,} characters more not kept)"
+
+
+def _cut_free_text(rec: dict) -> None:
+    """Messages a program chose (an exception's, a failed gradient's) cut to MAX_TEXT: an
+    honest recording may carry a huge one, and the page shows it whole."""
+    if rec.get("error"):
+        _cut(rec["error"], "message")
+        _cut(rec["error"], "hint")
+    for item in rec.get("warnings", []):
+        _cut(item, "message")
+    for tensor in rec.get("tensors", []):
+        _cut(tensor, "warning")
+    for tape in rec.get("tapes", []):
+        for call in tape.get("gradients", []):
+            for key in ("error", "warning", "note"):
+                _cut(call, key)
+            for result in call.get("results", []):
+                _cut(result, "none_reason")
 
 
 def _problem_files(rec) -> Optional[str]:

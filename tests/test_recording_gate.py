@@ -55,6 +55,16 @@ def test_every_example_recording_passes_the_gate(name):
     assert back.to_dict() == Recording.from_dict(d).to_dict()
 
 
+def test_a_huge_exception_message_passes_cut_to_its_bound():
+    rec = recorder.record("raise ValueError('x' * 300_000)\n", timeout=60)
+    d = json.loads(rec.to_json())
+    assert len(d["error"]["message"]) >= 300_000         # the recorder keeps it whole
+    assert gate.problem(d) is None
+    assert d["error"]["type"] == "ValueError"
+    assert d["error"]["message"].startswith("x" * gate.MAX_TEXT)
+    assert d["error"]["message"].endswith("(200,000 characters more not kept)")
+
+
 def forged(**changes) -> dict:
     """A well-formed one-op recording, with `changes` made to it."""
     d = {"schema": "tapeviz.recording/1", "source": "x = 1\n", "stdout": "", "error": None,
