@@ -253,7 +253,7 @@ def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Op
         if type(d) is not dict or len(d) > 100 or not all(_name(k) and _scalar(v) for k, v in d.items()):
             return f"the recording's {key} is not a small table"
     argv = rec.get("argv")
-    if argv is not None and not (type(argv) is list and len(argv) <= 1000 and all(_name(a) for a in argv)):
+    if argv is not None and not (type(argv) is list and len(argv) <= 1000 and all(type(a) is str and len(a) <= MAX_TEXT for a in argv)):
         return "the recording's argv is not a short list of arguments"
     for key in ("duration_s", "program"):
         if not _scalar(rec.get(key)):
