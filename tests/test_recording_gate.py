@@ -176,3 +176,12 @@ def test_past_the_text_budget_labels_and_hovers_are_cut_to_their_share():
     assert total <= graph.MAX_TEXT and "shortened" in G.graph["cut_text"]
     whole = graph._tensor_hover(rec.tensor(0), graph.INTERMEDIATE, rec.op(0))
     assert whole.startswith(G.nodes["t0"]["hover"].rstrip("…"))
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"[" + b"[]," * 7_000_000 + b"[]]", "lists"),         # 20 MB that would hold ~500 MiB
+    (b'{"a": [' + b'"ab",' * 13_000_000 + b'"ab"]}', "strings"),
+])
+def test_containers_the_parser_cannot_count_are_counted_before_it_runs(data, words):
+    with pytest.raises(gate.Refused, match=f"holds [0-9,]+ {words}"):
+        gate.parse(data)
