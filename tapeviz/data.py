@@ -119,8 +119,68 @@ def load_idx_dir(directory) -> Digits:
     return digits
 
 
+# What an npz may unpack to: MNIST's own (70,000 uint8 digits of 28x28 and their labels) is
+# 55 MB. Checked from the zip's directory and each array's .npy header before anything is
+# decompressed: a few hundred KB of zipped zeros can otherwise ask for gigabytes.
+NPZ_MAX_BYTES = 64 * 2**20
+NPZ_MAX_SIDE = 64            # an image's height and width (MNIST 28, scikit-learn's digits 8)
+NPZ_MAX_MEMBERS = 16
+
+
+def check_npz(file) -> None:
+    """ValueError("not an MNIST npz: ...") unless the archive's directory and its arrays'
+    headers describe MNIST-like arrays (shapes, dtypes, sizes) within NPZ_MAX_BYTES. Reads
+    only the directory and each header's first bytes."""
+    try:
+        with zipfile.ZipFile(file) as archive:
+            members = archive.infolist()
+            if len(members) > NPZ_MAX_MEMBERS:
+                raise ValueError(f"not an MNIST npz: it holds {len(members):,} files")
+            total = sum(m.file_size for m in members)
+            if total > NPZ_MAX_BYTES:
+                raise ValueError(
+                    f"not an MNIST npz: it would unpack to {total / 2**20:,.0f} MiB, over the "
+                    f"{NPZ_MAX_BYTES // 2**20} MiB an MNIST npz may take (MNIST's own, 70,000 "
+                    f"uint8 digits of 28x28, is 55 MB)")
+            found = {m.filename[:-len(".npy")]: m for m in members if m.filename.endswith(".npy")}
+            for key in NPZ_KEYS:
+                if key in found:
+                    with archive.open(found[key]) as member:
+                        _check_header(key, member, found[key].file_size)
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ValueError(f"not an MNIST npz: cannot read it ({e})") from e
+    finally:
+        if hasattr(file, "seek"):
+            file.seek(0)             # np.load reads it next
+
+
+def _check_header(key: str, member, size: int) -> None:
+    """One array's .npy header against what MNIST holds, and against its member's size."""
+    try:
+        version = np.lib.format.read_magic(member)
+        shape, fortran, dtype = (np.lib.format.read_array_header_1_0(member) if version == (1, 0)
+                                 else np.lib.format.read_array_header_2_0(member))
+    except ValueError as e:
+        raise ValueError(f"not an MNIST npz: {key} is not a plain array ({e})") from e
+    if dtype.hasobject or dtype.kind not in ("iu" if key.startswith("y") else "iuf") or dtype.itemsize > 8:
+        raise ValueError(f"not an MNIST npz: {key} holds {dtype}, not numbers as MNIST's uint8")
+    if key.startswith("x"):
+        sides = shape[1:3] if len(shape) in (3, 4) else ()
+        if len(shape) not in (3, 4) or (len(shape) == 4 and shape[3] != 1):
+            raise ValueError(f"not an MNIST npz: {key}: images must be (N, H, W), got shape {shape}")
+        if any(side > NPZ_MAX_SIDE for side in sides):
+            raise ValueError(f"not an MNIST npz: {key}: images of {sides[0]}x{sides[1]}, larger "
+                             f"than digits ({NPZ_MAX_SIDE}x{NPZ_MAX_SIDE} at most; MNIST's are 28x28)")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes > size:
+        raise ValueError(f"not an MNIST npz: {key}'s header says {nbytes:,} bytes, its file "
+                         f"holds {size:,}")
+
+
 def load_npz(file, source: str) -> Digits:
-    """An mnist.npz as Keras stores it: x_train, y_train, x_test, y_test."""
+    """An mnist.npz as Keras stores it: x_train, y_train, x_test, y_test; checked from its
+    directory and headers (check_npz) before any array is unpacked."""
+    check_npz(file)
     try:
         archive = np.load(file, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:

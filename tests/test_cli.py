@@ -319,3 +319,14 @@ def test_every_step_of_a_long_loop_leaves_its_summary_past_the_op_bound(tmp_path
     assert [s["call"] for s in steps] == list(range(1810)) and all(s["scalar"] for s in steps)
     names = [rec["step_sources"][i]["name"] for i in steps[-1]["sources"]]
     assert names == ["w", "b"] and all(len(s["norms"]) == 2 for s in steps)
+
+
+def test_view_refuses_a_hostile_recording_through_the_gate(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "typed.json").write_text(
+        '{"schema": "tapeviz.recording/1", "source": "", "ops": [{"id": "zero"}]}')
+    for name, words in (("deep.json", "nested deeper than any recording"),
+                        ("typed.json", "field 'id' is not what the recorder writes")):
+        result = cli("view", str(tmp_path / name), "--headless")
+        assert result.returncode == 2 and words in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr

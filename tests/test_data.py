@@ -1,6 +1,8 @@
 """The MNIST loading chain: each source, its order, and its refusals."""
 import gzip
 import io
+import tracemalloc
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -249,3 +251,56 @@ def test_real_mnist_test_set():
     assert sorted(np.unique(digits.test_labels)) == list(range(10))
     x_train, y_train, x_test, y_test = data.split(digits)
     assert (len(y_train), len(y_test)) == (8000, 2000)
+
+
+# --- the npz's walls: checked from its directory and headers before anything is unpacked ------
+
+def zipped_zeros_npz(nbytes: int, shape=None, key="x_train") -> bytes:
+    """An npz whose `key` is `nbytes` of zeros (uint8), written in chunks: a zip bomb of a
+    few hundred KB, made without holding the zeros."""
+    shape = shape or (nbytes // (28 * 28), 28, 28)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(
+                member, {"descr": "|u1", "fortran_order": False, "shape": shape})
+            chunk = bytes(2**20)
+            for _ in range(nbytes // len(chunk)):
+                member.write(chunk)
+        for other in ("y_train", "x_test", "y_test"):
+            if other != key:
+                member_bytes = io.BytesIO()
+                np.save(member_bytes, np.zeros((10, 28, 28) if other[0] == "x" else 10, np.uint8))
+                archive.writestr(f"{other}.npy", member_bytes.getvalue())
+    return buffer.getvalue()
+
+
+def test_a_zip_bomb_of_zeros_is_refused_without_unpacking_it():
+    bomb = zipped_zeros_npz(400 * 2**20)
+    assert len(bomb) < 2 * 2**20                 # what the browser uploads
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="^not an MNIST npz: it would unpack to 400 MiB"):
+            data.load_npz_bytes(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, peak                 # the directory was read, not the zeros
+
+
+@pytest.mark.parametrize("arrays, words", [
+    (dict(x_train=np.zeros((12, 100, 100), np.uint8)), "images of 100x100"),
+    (dict(x_train=np.zeros((12, 28, 28, 3), np.uint8)), "images must be"),
+    (dict(y_train=np.zeros(12, np.float32)), "y_train holds float32"),
+    (dict(x_train=np.zeros((12, 28, 28), np.complex64)), "x_train holds complex64"),
+])
+def test_npz_headers_are_checked_against_mnists(arrays, words):
+    with pytest.raises(ValueError, match=f"^not an MNIST npz: .*{words}"):
+        data.load_npz_bytes(npz_bytes(**arrays))
+
+
+def test_an_npz_of_mnists_full_size_passes_the_walls():
+    # MNIST's shapes and dtypes (random pixels: the real file may not be on this machine)
+    upload = npz_bytes(n_train=60_000, n_test=10_000)
+    digits = data.load_npz_bytes(upload)
+    assert digits.train_images.shape == (60_000, 28, 28, 1) and len(digits.test_labels) == 10_000

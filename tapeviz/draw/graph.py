@@ -38,6 +38,12 @@ CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORW
 
 # How much of a value or a reason fits in a hover box.
 VALUE_CHARS = 160
+# The graph's own wall, behind the recording gate's: past MAX_NODES nodes the drawing stops
+# and says so (a real 20,000-op recording unfolded and ungrouped is ~35,000 nodes, ~230 MiB
+# and a 12 MB figure); past MAX_TEXT characters of labels and hover boxes, each is cut
+# to its share, so the figure sent to the browser is bounded before it is made.
+MAX_NODES = 50_000
+MAX_TEXT = 16_000_000
 LABEL_LINE = 18           # "name = value" longer than this takes two label lines
 
 
@@ -166,7 +172,12 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
 
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}
-    for op in ops:
+    for drawn, op in enumerate(ops):
+        if len(G) + len(op.inputs) + len(op.outputs) + 1 > MAX_NODES:
+            G.graph["cut"] = (f"Only the first {drawn:,} of these {len(ops):,} ops are drawn: the "
+                              f"graph stops at {MAX_NODES:,} nodes. Fold repeated ops, group by "
+                              f"layer or choose one tape to see the rest.")
+            break
         node = node_of[op.id]
         _add_op(G, rec, op, node, order[op.id])
         for t in map(alias, op.inputs):
@@ -189,6 +200,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     # Watched tensors and the call's sources and target show even when no op used them:
     # an unused source is exactly what a None gradient needs to point at.
     for t in sorted(watched | set(roles)):
+        if len(G) >= MAX_NODES:
+            break
         info = rec.tensor(t)
         made = upto_op is None or info is None or info.producer is None or info.producer <= upto_op
         if made and shown(t):
@@ -204,7 +217,23 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     _finish_groups(G, rec)
     _finish_folds(G, rec)
     _value_labels(G, rec, chosen, alias)
+    _bound_text(G)
     return G
+
+
+def _bound_text(G: nx.DiGraph) -> None:
+    """Cut labels and hover boxes to their share of MAX_TEXT when together they are over it:
+    the figure carries each node's text, so this bounds what is sent to the browser."""
+    total = sum(len(d.get("label") or "") + len(d.get("hover") or "") for _, d in G.nodes(data=True))
+    if total <= MAX_TEXT:
+        return
+    share = max(40, MAX_TEXT // max(1, len(G)))
+    for _, d in G.nodes(data=True):
+        for key in ("label", "hover"):
+            if isinstance(d.get(key), str) and len(d[key]) > share // 2:
+                d[key] = d[key][:share // 2 - 1] + "…"
+    G.graph["cut_text"] = (f"Labels and hover boxes are shortened: together they held "
+                           f"{total:,} characters, over the {MAX_TEXT:,} a figure may carry.")
 
 
 def gradient_call(rec: Recording, tape: Optional[int], call: int) -> GradientCall:

@@ -4,9 +4,9 @@ source of the user's file an op or tensor came from. No TensorFlow, no Streamlit
 """
 from __future__ import annotations
 
-import json
 from typing import Optional
 
+from .. import recording_gate as gate
 from ..draw import graph
 from ..recording import SCHEMA, Recording
 
@@ -14,26 +14,29 @@ VIEW_ENV = "TAPEVIZ_VIEW"      # `tapeviz view` names the recording the app open
 
 
 def read_recording(data: bytes, name: str = "the file") -> tuple:
-    """(Recording, its dict) from a file's bytes; ValueError saying why it is not one."""
+    """(Recording, its dict) from a file's bytes; ValueError saying why it is not one.
+    Through the gate every recording the server reads passes (recording_gate): parsed under
+    its budget and checked against the recorder's bounds before anything is built from it."""
     try:
-        d = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError(f"{name} is not a tapeviz recording: it is not text (a recording "
-                         f"is the JSON file that `tapeviz record -o run.json` writes)") from None
-    except ValueError as e:
-        raise ValueError(f"{name} is not a tapeviz recording: it is not valid JSON ({e}). "
-                         f"A recording is the JSON file that `tapeviz record -o run.json` "
-                         f"writes, or the app's ⬇ Recording button gives.") from None
+        d = gate.parse(data)
+    except gate.Refused as e:
+        raise ValueError(f"{name} is not a tapeviz recording: it {e}. A recording is the "
+                         f"JSON file that `tapeviz record -o run.json` writes, or the app's "
+                         f"⬇ Recording button gives.") from None
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
         found = d.get("schema") if isinstance(d, dict) else None
-        what = f"its schema is {found!r}" if found else "it has no \"schema\" field"
+        what = (f"its schema is {str(found)[:80]!r}" if found
+                else "it has no \"schema\" field")
         raise ValueError(f"{name} is JSON but not a tapeviz recording: {what}, expected "
                          f"{SCHEMA!r}.")
+    why = gate.problem(d)
+    if why is not None:
+        raise ValueError(f"{name} says it is a tapeviz recording but cannot be one: {why}.")
     try:
         rec = Recording.from_dict(d)
     except (TypeError, KeyError, AttributeError, ValueError) as e:
         raise ValueError(f"{name} says it is a tapeviz recording but cannot be read: "
-                         f"{type(e).__name__}: {e}") from None
+                         f"{type(e).__name__}: {str(e)[:200]}") from None
     return rec, d
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections import OrderedDict
 from typing import Callable, Optional
 
 import streamlit as st
@@ -14,8 +13,10 @@ from ..draw import figures, graph, layout
 from ..recording import Recording
 from ..server.runner import Runner, error_recording
 from .link_runs import LinkRuns
+from .memo import SharedMemo, graph_bytes
 
 MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
+MEMO_BYTES = 512 * 2**20   # all sessions' drawn graphs together (a full 20,000-op one unfolded: ~65 MB)
 WATCH_S = 1.0     # how often a run checks that its tab is still open
 
 
@@ -24,7 +25,19 @@ def runner() -> Runner:
     # One per server process: it owns the warm worker and the queue every session shares.
     shared = Runner()
     atexit.register(shared.close)    # no idle worker outlives the server
+    if shared.config.hosted:
+        quiet_file_watcher()
     return shared
+
+
+def quiet_file_watcher() -> None:
+    """Hosted mode: no file watcher for the sessions to come (Streamlit gives each new
+    session one unless server.fileWatcherType is "none"; on a busy instance it logged
+    thousands of "inotify queue overflowed" lines). The Dockerfile's command line sets it
+    before the first session; this covers a hosted instance started without it."""
+    from streamlit import config
+    if config.get_option("server.fileWatcherType") != "none":
+        config.set_option("server.fileWatcherType", "none")
 
 
 @st.cache_resource(show_spinner=False)
@@ -84,18 +97,26 @@ def _cancel_when_closed(shared: Runner, session_id: Optional[str], owner) -> thr
     return stop
 
 
+@st.cache_resource(show_spinner=False)
+def shared_memo() -> SharedMemo:
+    # One per server process: every session's drawn graphs, bounded in bytes together.
+    return SharedMemo(MEMO_BYTES, MEMO_SIZE)
+
+
 def drawn(rec: Recording, run_id: int, **options):
     """(G, pos) for graph.build(rec, **options), memoised per session by run and options."""
-    memo = st.session_state.setdefault("_drawn", OrderedDict())
+    memo, session = shared_memo(), session_id()
     key = (run_id, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
-    if key in memo:
-        memo.move_to_end(key)
-        return memo[key]
-    G = graph.build(rec, **options)
-    memo[key] = (G, layout.layered(G))
-    while len(memo) > MEMO_SIZE:
-        memo.popitem(last=False)
-    return memo[key]
+    found = memo.get(session, key)
+    if found is None:
+        G = graph.build(rec, **options)
+        found = (G, layout.layered(G))
+        memo.put(session, key, found, graph_bytes(G))
+    G = found[0]
+    for note in ("cut", "cut_text"):     # the graph's own wall stopped it: the page says so
+        if G.graph.get(note):
+            st.warning(G.graph[note], icon=":material/content_cut:")
+    return found
 
 
 def figure(G, pos, run_id: int, key: tuple, **kwargs):

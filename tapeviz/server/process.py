@@ -78,6 +78,7 @@ class Worker:
         # worker's pipes (it would need the job to know it) is a protocol breach.
         self.secret = secrets.token_hex(16)
         self.protocol_error: Optional[str] = None
+        self.inbox = protocol.Inbox(self.max_ops)    # every message's budget and shape
         self.workdir = tempfile.mkdtemp(prefix="tapeviz-")
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
@@ -144,7 +145,7 @@ class Worker:
             if not line.endswith(b"\n"):
                 break                # cut short by the worker's death: the exit says why
             try:
-                message = protocol.parse(line, self.max_ops)
+                message = self.inbox.parse(line)
                 del line
                 if message.get("type") == "ready" and not self._job_sent:
                     self.ready.set()

@@ -77,6 +77,20 @@ def apply_limits(limits: dict) -> None:
             resource.setrlimit(which, (cap, cap))
 
 
+def give_home(uid: int) -> None:
+    """Hand HOME (the worker's own directory) to `uid`, with what TensorFlow's import made
+    in it as root (~/.keras): the program it runs can then write there, as on a laptop."""
+    home = os.environ.get("HOME")
+    if not home or not os.path.isdir(home):
+        return
+    for folder, dirs, files in os.walk(home):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            try:
+                os.chown(name, uid, uid, follow_symlinks=False)
+            except OSError:
+                pass          # not ours to give (a read-only bind): left as it is
+
+
 def drop_privileges(uid: int) -> None:
     """Become `uid` (hosted mode, when started as root): the kernel's process limit then
     counts this worker's processes alone, and it can neither signal the server nor write
@@ -118,6 +132,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from . import recorder        # the expensive part: TensorFlow's import, done before any job
     if uid is not None and os.getuid() == 0:
+        give_home(uid)
         drop_privileges(uid)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))   # no core files from a crash
     me = os.getpid()
