@@ -91,3 +91,50 @@ def test_a_fold_offers_unfolding_in_the_inspector():
     fold = next(n for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT)
     d = view.details(rec, G, fold)
     assert d.unfold == fold and "×10" in d.title
+
+
+def steps_loop(n, kept_from):
+    """n steps of `with tf.GradientTape() as tape: loss = w * w; tape.gradient(loss, w)`, one
+    tape per step on line 3; the op bound dropped the ops of steps before `kept_from`."""
+    from test_graph import Builder
+    from tapeviz.recording import CallSummary, FlowEntry, GradientCall, GradResult
+    b = Builder()
+    b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(9):\n" \
+                   "    with tf.GradientTape() as tape:\n        loss = w * w\n    g = tape.gradient(loss, w)\n"
+    w = b.tensor("w", "variable", value=2.0)
+    for step in range(n):
+        first = len(b.rec.ops)
+        loss = b.op("Mul", [b.read(w), b.read(w)], name="loss", line=5, tapes=(step,))
+        ops = [op.id for op in b.rec.ops[first:]]
+        call = GradientCall(line=6, kind="gradient", target=[loss], sources=[w],
+                            results=[GradResult(w, b.tensor(value=4.0))], flow=[FlowEntry(w, 4.0)])
+        b.rec.tapes.append(Tape(id=step, line=4, persistent=False, watch_accessed_variables=True,
+                                parent=None, ops=ops, gradients=[call], end_line=5))
+        b.rec.steps.append(CallSummary(call=step, tape=step, index=0, kind="gradient", line=6,
+                                       target=4.0, scalar=True, sources=[0], norms=[4.0]))
+    dropped = {i for tp in b.rec.tapes[:kept_from] for i in tp.ops}
+    b.rec.ops = [op for op in b.rec.ops if op.id not in dropped]
+    return b.rec
+
+
+def test_a_long_loop_opens_on_its_newest_step_that_kept_its_ops():
+    rec = steps_loop(5, kept_from=3)
+    assert view.default_view(rec) == "call:4:0" and view.default_tape(rec) == 4
+    assert view.opening(rec)["view"] == "call:4:0"
+    G = graph.build(rec, tape=4, call=0)
+    assert any(d["kind"] == "op" for _, d in G.nodes(data=True)), "its picture has its ops"
+    choices = dict(view.view_choices(rec))
+    assert choices["call:4:0"].startswith("step 5 of 5, tape `tape`, line 6: gradient of loss")
+    assert "dropped" in choices["call:0:0"] and "dropped" not in choices["call:3:0"]
+    # every step kept: still the newest; a lone tape is no loop and says no step
+    assert view.default_view(steps_loop(3, kept_from=0)) == "call:2:0"
+    one = steps_loop(1, kept_from=0)
+    assert not dict(view.view_choices(one))["call:0:0"].startswith("step")
+
+
+def test_a_step_in_another_file_names_its_file():
+    rec = steps_loop(2, kept_from=0)
+    rec.program = "main.py"
+    for tp in rec.tapes:
+        tp.file = tp.gradients[0].file = "mylib/train.py"
+    assert "tape `tape`, line 6 of mylib/train.py:" in dict(view.view_choices(rec))["call:1:0"]

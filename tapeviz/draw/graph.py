@@ -285,10 +285,15 @@ def _read_aliases(rec: Recording):
 
 
 def _block_lines(rec: Recording, tape: Optional[int]):
+    """(first line, last line, first op id, end op id) of the tape's `with` block. The op ids
+    bound it in time: in a loop, the same lines ran once per step, for other steps' tapes."""
     tp = next((t for t in rec.tapes if t.id == tape), None)
     if tp is None or tp.line is None:
         return None
-    return (tp.line, tp.end_line if tp.end_line is not None else tp.line)
+    spans = tp.recording_spans
+    first = spans[0][0] if spans else (min(tp.ops) if tp.ops else None)
+    end = spans[-1][1] if spans and spans[-1][1] is not None else None
+    return (tp.line, tp.end_line if tp.end_line is not None else tp.line, first, end)
 
 
 def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
@@ -296,8 +301,10 @@ def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
 
 
 def _in_block(op, block) -> bool:
-    return (block is not None and op.phase == FORWARD and op.line is not None
-            and block[0] <= op.line <= block[1])
+    if block is None or op.phase != FORWARD or op.line is None or not block[0] <= op.line <= block[1]:
+        return False
+    first, end = block[2], block[3]
+    return (first is None or op.id >= first) and (end is None or op.id < end)
 
 
 def _path_tensors(call: GradientCall, ops: list, alias) -> set:

@@ -226,9 +226,24 @@ def _op_word(op, rec: Recording) -> str:
     return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
 
 
+def kept(rec: Recording, tp) -> bool:
+    """Whether a tape still has ops in the recording: a long loop's early steps lose theirs
+    to the op bound, and a picture of them would be empty."""
+    return any(rec.op(i) is not None for i in tp.ops)
+
+
+def _openable(rec: Recording) -> list:
+    """The tapes a view may open on, in program order: those that kept their ops (else all),
+    and of the tapes one `with` line opened (a loop's steps) only the newest."""
+    live = [tp for tp in rec.tapes if kept(rec, tp)] or list(rec.tapes)
+    newest = {(tp.file, tp.line): tp.id for tp in live}
+    return [tp for tp in live if newest[(tp.file, tp.line)] == tp.id]
+
+
 def default_tape(rec: Recording) -> Optional[int]:
-    """The first outermost tape: what it recorded is the story; every op adds the machinery."""
-    return next((tp.id for tp in rec.tapes if tp.parent is None), None)
+    """The first outermost tape that kept its ops (in a loop, its newest step): what it
+    recorded is the story; every op adds the machinery."""
+    return next((tp.id for tp in _openable(rec) if tp.parent is None), None)
 
 
 # -- what the page opens on: the views, the callouts, the legend -------------------------------
@@ -239,7 +254,8 @@ _TAPE_AS = re.compile(r"GradientTape\s*\((?:[^()]|\([^()]*\))*\)\s+as\s+([A-Za-z
 
 def tape_names(rec: Recording) -> dict:
     """{tape id: the user's Python name for it}: `with tf.GradientTape() as outer_tape` on the
-    tape's line; tapes opened on one line take its names in order. Else "tape N"."""
+    tape's line; tapes opened on one line take its names in order, round again when a loop
+    opens them anew each step. Else "tape N"."""
     lines = rec.source.splitlines()
     names, used = {}, {}
     for tp in rec.tapes:
@@ -247,7 +263,7 @@ def tape_names(rec: Recording) -> dict:
         found = _TAPE_AS.findall(text)
         k = used.get(tp.line, 0)
         used[tp.line] = k + 1
-        names[tp.id] = found[k] if k < len(found) else f"tape {tp.id}"
+        names[tp.id] = found[k % len(found)] if found else f"tape {tp.id}"
     return names
 
 
@@ -256,8 +272,9 @@ def view_choices(rec: Recording) -> list:
     names = tape_names(rec)
     out = []
     for tp in rec.tapes:
+        gone = "" if kept(rec, tp) or not tp.ops else " (its ops were dropped by the size bound)"
         for i, call in enumerate(tp.gradients):
-            out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id])))
+            out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id], tp.id, i) + gone))
     for tp in rec.tapes:
         n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
         out.append((f"tape:{tp.id}", f"what {names[tp.id]} recorded ({n} ops)"))
@@ -265,22 +282,44 @@ def view_choices(rec: Recording) -> list:
     return out
 
 
-def call_words(rec: Recording, call, tape_name: str) -> str:
+def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = None,
+               index: Optional[int] = None) -> str:
+    """A gradient call in words; a loop's call leads with its step: "step 1,810 of 1,810,
+    tape `tape`, line 42: gradient of loss with respect to w"."""
     target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
     sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
     line = f", {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     verb = "gradient" if call.kind == "gradient" else call.kind
+    step = step_number(rec, tape_id, index) if tape_id is not None else None
+    if step is not None:
+        return (f"step {step[0]:,} of {step[1]:,}, tape `{tape_name}`{line}: "
+                f"{verb} of {target} with respect to {sources}")
     return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
 
 
+def step_number(rec: Recording, tape_id: int, index: int) -> Optional[tuple]:
+    """(n, of) when the call is one step of a loop (its tape's `with` line opened more than
+    one tape): its place among every gradient call the run made, from the step summaries
+    that outlive the op bound."""
+    tp = next((t for t in rec.tapes if t.id == tape_id), None)
+    if tp is None or sum(t.line == tp.line and t.file == tp.file for t in rec.tapes) < 2 or not rec.steps:
+        return None
+    mine = next((s for s in rec.steps if s.tape == tape_id and s.index == index), None)
+    if mine is None:
+        return None
+    return mine.call + 1, max(s.call for s in rec.steps) + 1
+
+
 def default_view(rec: Recording) -> str:
-    """A gradient call with a None result; else the outermost tape's last call (higher order:
-    the outer one); else the first tape; else every op."""
-    for tp in rec.tapes:
+    """Among the tapes that kept their ops (a loop's newest step): a gradient call with a None
+    result; else the outermost tape's last call (higher order: the outer one); else the first
+    tape; else every op."""
+    live = _openable(rec)
+    for tp in live:
         for i, call in enumerate(tp.gradients):
             if any(r.grad is None for r in call.results):
                 return f"call:{tp.id}:{i}"
-    for tp in sorted(rec.tapes, key=lambda t: t.parent is not None):
+    for tp in sorted(live, key=lambda t: t.parent is not None):
         if tp.gradients:
             return f"call:{tp.id}:{len(tp.gradients) - 1}"
     first = default_tape(rec)
@@ -359,7 +398,7 @@ def opening(rec: Recording) -> dict:
     """The view state a fresh run opens on: the lesson's view, and the first callout's
     node picked (ringed on the graph, open in the inspector) when that view shows it."""
     opened = default_view(rec)
-    first = next(iter(callouts(rec)), None)
+    first = next((c for c in callouts(rec) if c.view == opened), None)
     state = {"view": opened, "backward": False, "fold": True, "plumbing": False, "unfold": []}
     if first is not None and first.view == opened:
         state.update(backward=first.backward, focus=first.tensor)
