@@ -2,7 +2,7 @@
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.draw import graph
 from tapeviz.page import markdown, view
-from tapeviz.recording import Alert, Recording, Tape
+from tapeviz.recording import Alert, GradientCall, Recording, Tape
 from test_graph import o, t, wxb
 from test_graph_lesson import loop
 
@@ -138,3 +138,47 @@ def test_a_step_in_another_file_names_its_file():
     for tp in rec.tapes:
         tp.file = tp.gradients[0].file = "mylib/train.py"
     assert "tape `tape`, line 6 of mylib/train.py:" in dict(view.view_choices(rec))["call:1:0"]
+
+
+def three_calls():
+    """The seed's persistent tape: z = w*x + b, then dz_dx, dz_dw, dz_db, one call each (x an
+    unwatched constant)."""
+    rec, ids = wxb()
+    rec.tensor(ids["dw"]).value, rec.tensor(ids["db"]).value = 3.0, 1.0   # x's value, 1
+    (call,) = rec.tapes[0].gradients
+    rec.tapes[0].persistent = True
+    rec.tapes[0].gradients = [
+        GradientCall(line=7 + k, kind="gradient", target=[ids["z"]], sources=[s], results=[r],
+                     flow=[f for f in call.flow if f.tensor != s or r.grad is not None])
+        for k, (s, r) in enumerate(zip([ids["x"], ids["w"], ids["b"]], [call.results[2], call.results[0],
+                                                                       call.results[1]]))]
+    return rec, ids
+
+
+def test_every_call_of_a_tape_on_one_target_is_one_picture():
+    rec, ids = three_calls()
+    assert view.default_view(rec) == "calls:1" and view.parse_view("calls:1") == (1, graph.ALL_CALLS)
+    state = view.opening(rec)
+    assert state["focus"] == ids["x"], "the None is still the one picked"
+    choices = dict(view.view_choices(rec))
+    assert choices["calls:1"] == "every gradient of z: x, w, b (tape 1.gradient, lines 7–9)"
+    assert {"call:1:0", "call:1:1", "call:1:2"} <= set(choices), "each call still on its own"
+    G = graph.build(rec, tape=1, call=graph.ALL_CALLS)
+    grads = {G.nodes[t(ids[n])]["grad_text"] for n in ("w", "b", "x")}
+    assert grads == {"grad 3", "grad 1", "grad None"}
+    assert "not watched" in G.nodes[t(ids["x"])]["none_reason"]
+    flow = graph.flow_norms(rec, 1, graph.ALL_CALLS, G)
+    assert flow[t(ids["w"])] == 3.0 and flow[t(ids["z"])] == 1.0
+
+
+def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_was_freed():
+    rec, ids = three_calls()
+    tp = rec.tapes[0]
+    tp.persistent = False
+    tp.gradients = [tp.gradients[1], GradientCall(line=9, kind="gradient", target=[ids["z"]], sources=[ids["b"]],
+                                                  error="RuntimeError: A non-persistent GradientTape can only "
+                                                        "be used to compute one set of gradients")]
+    assert view.default_view(rec) == "call:1:0"
+    (freed,) = view.callouts(rec)
+    assert freed.view == "call:1:0" and "line 9 failed" in freed.text
+    assert "freed its recording after the call at line 8" in freed.text

@@ -22,6 +22,7 @@ PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
 FOLD_PREFIX = "r:"
+ALL_CALLS = "all"         # as a call index: every call of a tape that shares its target, on one picture
 
 # Node categories, in legend order.
 VARIABLE_NODE = "variable"
@@ -123,11 +124,12 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
 
     block = _block_lines(rec, tape) if chosen is not None else None
+    ran_for = _calls_run(rec, tape, call) if chosen is not None else set()
     ops = [op for op in rec.ops
            if op.id not in folded
            and (plumbing or op.type not in PLUMBING)
            and (tape is None or tape in op.tapes or _in_block(op, block)
-                or backward and _ran_for(op, chosen, call))
+                or backward and op.phase == BACKWARD and (op.call, op.line) in ran_for)
            and (upto_op is None or op.id <= upto_op)]
     on_path = None
     if gradient_path_only:
@@ -207,16 +209,38 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     return G
 
 
-def gradient_call(rec: Recording, tape: Optional[int], call: int) -> GradientCall:
-    """tape.gradients[call]; with tape None, the only tape's call."""
+def gradient_call(rec: Recording, tape: Optional[int], call) -> GradientCall:
+    """tape.gradients[call]; with tape None, the only tape's call. call ALL_CALLS: the calls
+    `calls_together` finds, as one call (their sources, results and flow side by side)."""
     if tape is None:
         if len(rec.tapes) != 1:
             raise ValueError("choose a tape: the recording has %d tapes" % len(rec.tapes))
-        return rec.tapes[0].gradients[call]
-    for tp in rec.tapes:
-        if tp.id == tape:
-            return tp.gradients[call]
-    raise KeyError(f"no tape {tape} in the recording")
+        tape = rec.tapes[0].id
+    tp = next((t for t in rec.tapes if t.id == tape), None)
+    if tp is None:
+        raise KeyError(f"no tape {tape} in the recording")
+    if call != ALL_CALLS:
+        return tp.gradients[call]
+    calls = [tp.gradients[i] for i in calls_together(tp)]
+    if not calls:
+        raise ValueError(f"tape {tape} has no two gradient calls of one target")
+    sources, results, flow = [], [], {}
+    for c in calls:
+        sources += [t for t in c.sources if t not in sources]
+        results += [r for r in c.results if r.source not in {x.source for x in results}]
+        for entry in c.flow:   # one target: d target / d tensor is the same in every call
+            flow.setdefault(entry.tensor, entry)
+    return GradientCall(line=calls[0].line, kind=calls[0].kind, target=list(calls[0].target), sources=sources,
+                        results=results, flow=list(flow.values()), file=calls[0].file)
+
+
+def calls_together(tp) -> list:
+    """The indices of a tape's gradient calls that ran and share the first such call's target
+    (a persistent tape asked for dz/dx, dz/dw, dz/db): drawn together they show every
+    gradient of one target at once. Empty when fewer than two."""
+    ran = [i for i, c in enumerate(tp.gradients) if c.error is None and c.kind == "gradient"]
+    same = [i for i in ran if tp.gradients[i].target == tp.gradients[ran[0]].target] if ran else []
+    return same if len(same) > 1 else []
 
 
 def gradient_calls(rec: Recording) -> list:
@@ -296,8 +320,11 @@ def _block_lines(rec: Recording, tape: Optional[int]):
     return (tp.line, tp.end_line if tp.end_line is not None else tp.line, first, end)
 
 
-def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
-    return chosen is not None and op.phase == BACKWARD and op.call == call and op.line == chosen.line
+def _calls_run(rec: Recording, tape: Optional[int], call) -> set:
+    """{(call index, line)} of the gradient calls a view draws: a backward op carries both."""
+    tp = next((t for t in rec.tapes if t.id == tape), None) if tape is not None else rec.tapes[0]
+    indices = calls_together(tp) if call == ALL_CALLS else [call]
+    return {(i, tp.gradients[i].line) for i in indices}
 
 
 def _in_block(op, block) -> bool:

@@ -273,6 +273,9 @@ def view_choices(rec: Recording) -> list:
     out = []
     for tp in rec.tapes:
         gone = "" if kept(rec, tp) or not tp.ops else " (its ops were dropped by the size bound)"
+        together = graph.calls_together(tp)
+        if together:
+            out.append((f"calls:{tp.id}", together_words(rec, tp, names[tp.id]) + gone))
         for i, call in enumerate(tp.gradients):
             out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id], tp.id, i) + gone))
     for tp in rec.tapes:
@@ -297,6 +300,22 @@ def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = No
     return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
 
 
+def together_words(rec: Recording, tp, tape_name: str) -> str:
+    """"every gradient of z: w, b, x (tape.gradient, lines 16–18)"."""
+    call = graph.gradient_call(rec, tp.id, graph.ALL_CALLS)
+    target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
+    sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
+    lines = sorted({tp.gradients[i].line for i in graph.calls_together(tp) if tp.gradients[i].line is not None})
+    where = ("" if not lines else f", {graph.line_words(rec, call.file, lines[0])}" if len(lines) == 1
+             else f", lines {lines[0]}–{lines[-1]}")
+    return f"every gradient of {target}: {sources} ({tape_name}.gradient{where})"
+
+
+def _call_view(tp, index: int) -> str:
+    """The view a call opens in: with the calls that share its target, else its own."""
+    return f"calls:{tp.id}" if index in graph.calls_together(tp) else f"call:{tp.id}:{index}"
+
+
 def step_number(rec: Recording, tape_id: int, index: int) -> Optional[tuple]:
     """(n, of) when the call is one step of a loop (its tape's `with` line opened more than
     one tape): its place among every gradient call the run made, from the step summaries
@@ -318,10 +337,11 @@ def default_view(rec: Recording) -> str:
     for tp in live:
         for i, call in enumerate(tp.gradients):
             if any(r.grad is None for r in call.results):
-                return f"call:{tp.id}:{i}"
+                return _call_view(tp, i)
     for tp in sorted(live, key=lambda t: t.parent is not None):
-        if tp.gradients:
-            return f"call:{tp.id}:{len(tp.gradients) - 1}"
+        ran = [i for i, c in enumerate(tp.gradients) if c.error is None]   # not a call that failed
+        if ran:
+            return _call_view(tp, ran[-1])
     first = default_tape(rec)
     return f"tape:{first}" if first is not None else ALL_OPS
 
@@ -329,6 +349,8 @@ def default_view(rec: Recording) -> str:
 def parse_view(key: Optional[str]):
     """(tape id or None, call index or None) of a view key."""
     parts = (key or ALL_OPS).split(":")
+    if parts[0] == "calls":
+        return int(parts[1]), graph.ALL_CALLS
     if parts[0] == "call":
         return int(parts[1]), int(parts[2])
     if parts[0] == "tape":
@@ -359,7 +381,11 @@ def callouts(rec: Recording) -> list:
                     reason = literal(r.none_reason or "no reason recorded", 2_000)
                     out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
                                        f"{where}: {reason}",
-                                       f"call:{tp.id}:{i}", r.source, call.line))
+                                       _call_view(tp, i), r.source, call.line))
+    for tp in rec.tapes:
+        for i, call in enumerate(tp.gradients):
+            if call.error is not None:
+                out.append(failed_call(rec, tp, i, names[tp.id]))
     for alert in rec.alerts:
         op = rec.op(alert.op) if alert.op is not None else None
         tapes = op.tapes if op is not None else []
@@ -371,6 +397,21 @@ def callouts(rec: Recording) -> list:
                          if op.call < len(tp.gradients) and tp.gradients[op.call].line == op.line), ALL_OPS)
         out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward))
     return out
+
+
+def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
+    """A gradient call that raised, shown on the call before it that worked: for a
+    non-persistent tape, the call after which the tape freed its recording."""
+    call = tp.gradients[index]
+    worked = [i for i in range(index) if tp.gradients[i].error is None]
+    at = f" at {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
+    text = f"**{code(tape_name + '.' + call.kind)}{at} failed**: {literal(call.error, 500)}"
+    if worked and not tp.persistent:
+        before = tp.gradients[worked[-1]]
+        text += (f". The tape freed its recording after the call at "
+                 f"{graph.line_words(rec, before.file, before.line)}, drawn here.")
+        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line)
+    return Callout(text, f"call:{tp.id}:{index}", None, call.line)
 
 
 def legend_text(rec: Recording, view_key: str) -> str:
