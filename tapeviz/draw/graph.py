@@ -441,13 +441,15 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
 
 def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias) -> None:
     """Every tensor's label says its value, and with a call its gradient: "w = 2" over
-    "grad 3" (the exact gradient for a source, ‖grad‖ from the flow elsewhere)."""
+    "grad -3" (a source's exact gradient, signed; 1 for a scalar target), else the flow's
+    norm said in words, "size of grad 3.2" (the flow keeps sizes, not signs)."""
     exact, norms = {}, {}
     if call is not None:
         for r in call.results:
             exact[alias(r.source)] = rec.tensor(r.grad) if r.grad is not None else None
         for entry in call.flow:
             norms[alias(entry.tensor)] = as_float(entry.norm)
+    targets = {alias(t) for t in call.target} if call is not None else set()
     for node, data in G.nodes(data=True):
         if data["kind"] == "tensor":
             info = rec.tensor(data["ref"])
@@ -455,17 +457,18 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             name = info.name if info is not None and info.name else None
             if name and text:   # "w = 2" on one line; a long name and a shape on two
                 lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
+            elif info is not None and _small(info):
+                lines = [text]      # a converted Python input says its value ([[2.]]), not "1×1"
             else:
                 lines = [data["label"] or text]
             t = data["ref"]
             if call is not None:
                 if t in exact:
-                    grad = exact[t]
-                    lines.append("grad None" if grad is None else
-                                 "‖grad‖ " + number_text(_norm(grad)) if not _small(grad) and _norm(grad) is not None
-                                 else "grad " + short_value(grad))
+                    lines.append(grad_words(exact[t]))
+                elif t in targets and info is not None and not info.shape and t in norms:
+                    lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
-                    lines.append("‖grad‖ " + number_text(norms[t]))
+                    lines.append("size of grad " + number_text(norms[t]))
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
@@ -476,14 +479,25 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
+def grad_words(grad) -> str:
+    """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
+    size in words when big, "grad None" when there is none."""
+    if grad is None:
+        return "grad None"
+    if not _small(grad) and _norm(grad) is not None:
+        return "size of grad " + number_text(_norm(grad))
+    return "grad " + short_value(grad)
+
+
 def short_value(info) -> str:
-    """A tensor in a few characters: its numbers when it has at most 4, else shape and norm."""
+    """A tensor in a few characters: its numbers when it has at most 4, else its shape and
+    size (the L2 norm, said in words)."""
     if _small(info):
         return _value_text(info.value)
     norm = _norm(info)
     if norm is None:
         return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
-    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {number_text(norm)}"
+    return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
 def _small(info) -> bool:

@@ -109,7 +109,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
-        d.facts.append(("‖∂target/∂x‖", graph.number_text(flow[node])))
+        d.facts.append(("size of its gradient", graph.number_text(flow[node])))
     return d
 
 
@@ -426,7 +426,7 @@ def legend_text(rec: Recording, view_key: str) -> str:
     target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
-            f"exact for {sources}; **‖grad‖** is its size elsewhere. Colour is the size of the gradient "
+            f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
             "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
 
 
