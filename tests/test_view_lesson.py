@@ -182,3 +182,11 @@ def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_wa
     (freed,) = view.callouts(rec)
     assert freed.view == "call:1:0" and "line 9 failed" in freed.text
     assert "freed its recording after the call at line 8" in freed.text
+
+
+def test_one_sentence_says_what_the_picture_shows():
+    rec, ids = three_calls()
+    said = view.sentence(rec, "calls:1")
+    assert said.startswith("`tape 1` recorded")
+    assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
+    assert view.sentence(rec, view.ALL_OPS).startswith("Every op")

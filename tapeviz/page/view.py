@@ -467,3 +467,26 @@ def step_words(G: nx.DiGraph, node: str) -> str:
     d = G.nodes[node]
     where = f", line {d['line']}" if d.get("line") is not None else ""
     return literal(f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})", 300)
+
+
+def sentence(rec: Recording, view_key: str) -> str:
+    """One sentence (markdown) saying what the view's picture shows: which tape recorded
+    what, and the gradients it gives, as numbers where they are small."""
+    tape, call = parse_view(view_key)
+    names = tape_names(rec)
+    if tape is None:
+        return "Every op the program ran, with its values."
+    tp = next(t for t in rec.tapes if t.id == tape)
+    n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
+    parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
+    said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if call is None:
+        return said + "."
+    chosen = graph.gradient_call(rec, tape, call)
+    target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
+    parts = []
+    for r in chosen.results:
+        grad = rec.tensor(r.grad) if r.grad is not None else None
+        words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
+        parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
+    return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."
