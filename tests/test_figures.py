@@ -221,3 +221,13 @@ def test_long_labels_on_one_row_do_not_overlap():
     # neighbours go above and below each other; what fits nowhere is left to the hover
     assert places[0] != places[1]
     assert overlaps(label_boxes(fig)) == []
+
+
+def test_no_colour_bar_invents_a_range_when_every_gradient_is_one_size():
+    rec, ids = wxb()
+    G = graph.build(rec, tape=1)
+    w, z = graph.tensor_node(ids["w"]), graph.tensor_node(ids["z"])
+    fig = figures.op_graph(G, layout.layered(G), flow={w: 1.0, z: 1.0})
+    assert not any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+    fig = figures.op_graph(G, layout.layered(G), flow={w: 3.0, z: 1.0})
+    assert any(tr.marker is not None and tr.marker.showscale for tr in fig.data)

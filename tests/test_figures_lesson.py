@@ -96,7 +96,7 @@ def test_a_big_sources_gradient_is_its_norm():
     dw.shape = [10, 10]
     dw.stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
     G = graph.build(rec, tape=1, call=0)
-    assert G.nodes[t(ids["w"])]["label"] == "w = 2\n‖grad‖ 10"
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2\nsize of grad 10"
 
 
 def test_large_text_is_at_least_16_px_and_still_without_overlaps():

@@ -65,8 +65,8 @@ def test_labels_carry_the_value_and_the_exact_gradient_of_each_source():
     G = graph.build(rec, tape=1, call=0)
     assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + graph.short_value(rec.tensor(ids["dw"]))
     assert G.nodes[t(ids["x"])]["label"] == "x = 3\ngrad None"
-    assert G.nodes[t(ids["z"])]["label"] == "z\n‖grad‖ 1"     # z has no recorded value here
-    assert G.nodes[t(ids["wx"])]["label"].endswith("‖grad‖ 1")
+    assert G.nodes[t(ids["z"])]["label"] == "z\ngrad 1"     # the target; z has no recorded value here
+    assert G.nodes[t(ids["wx"])]["label"].endswith("size of grad 1")
     # without a call, only values
     assert graph.build(rec, tape=1).nodes[t(ids["w"])]["label"] == "w = 2"
 
@@ -75,7 +75,7 @@ def test_big_tensors_show_shape_and_norm():
     b = Builder()
     big = b.tensor("h", shape=(10, 10))
     b.rec.tensor(big).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
-    assert graph.short_value(b.rec.tensor(big)) == "10×10, ‖·‖ 10"     # sqrt(100 * (0 + 1))
+    assert graph.short_value(b.rec.tensor(big)) == "10×10, size 10"     # sqrt(100 * (0 + 1))
     small = b.tensor("v", shape=(3,), value=[1.0, 2.5, 3.0])
     assert graph.short_value(b.rec.tensor(small)) == "[1, 2.5, 3]"
 
@@ -143,3 +143,12 @@ def test_fold_flow_is_the_largest_of_its_ops():
     flow = graph.flow_norms(rec, 1, 0, G)
     add = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "AddV2")
     assert flow[add] == 1.0
+
+
+def test_a_converted_python_input_says_its_value_not_its_shape():
+    b = Builder()
+    w = b.tensor("w", "variable", shape=(1, 1), value=[[3.0]])
+    lit = b.tensor(kind="constant", shape=(1, 1), value=[[2.0]])   # tf.matmul(w, [[2.]])
+    b.op("MatMul", [b.read(w), lit], name="y", line=3)
+    G = graph.build(b.rec)
+    assert G.nodes[t(lit)]["label"] == "[[2]]"

@@ -2,7 +2,7 @@
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.draw import graph
 from tapeviz.page import markdown, view
-from tapeviz.recording import Alert, Recording, Tape
+from tapeviz.recording import Alert, GradientCall, Recording, Tape
 from test_graph import o, t, wxb
 from test_graph_lesson import loop
 
@@ -91,3 +91,102 @@ def test_a_fold_offers_unfolding_in_the_inspector():
     fold = next(n for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT)
     d = view.details(rec, G, fold)
     assert d.unfold == fold and "×10" in d.title
+
+
+def steps_loop(n, kept_from):
+    """n steps of `with tf.GradientTape() as tape: loss = w * w; tape.gradient(loss, w)`, one
+    tape per step on line 3; the op bound dropped the ops of steps before `kept_from`."""
+    from test_graph import Builder
+    from tapeviz.recording import CallSummary, FlowEntry, GradientCall, GradResult
+    b = Builder()
+    b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(9):\n" \
+                   "    with tf.GradientTape() as tape:\n        loss = w * w\n    g = tape.gradient(loss, w)\n"
+    w = b.tensor("w", "variable", value=2.0)
+    for step in range(n):
+        first = len(b.rec.ops)
+        loss = b.op("Mul", [b.read(w), b.read(w)], name="loss", line=5, tapes=(step,))
+        ops = [op.id for op in b.rec.ops[first:]]
+        call = GradientCall(line=6, kind="gradient", target=[loss], sources=[w],
+                            results=[GradResult(w, b.tensor(value=4.0))], flow=[FlowEntry(w, 4.0)])
+        b.rec.tapes.append(Tape(id=step, line=4, persistent=False, watch_accessed_variables=True,
+                                parent=None, ops=ops, gradients=[call], end_line=5))
+        b.rec.steps.append(CallSummary(call=step, tape=step, index=0, kind="gradient", line=6,
+                                       target=4.0, scalar=True, sources=[0], norms=[4.0]))
+    dropped = {i for tp in b.rec.tapes[:kept_from] for i in tp.ops}
+    b.rec.ops = [op for op in b.rec.ops if op.id not in dropped]
+    return b.rec
+
+
+def test_a_long_loop_opens_on_its_newest_step_that_kept_its_ops():
+    rec = steps_loop(5, kept_from=3)
+    assert view.default_view(rec) == "call:4:0" and view.default_tape(rec) == 4
+    assert view.opening(rec)["view"] == "call:4:0"
+    G = graph.build(rec, tape=4, call=0)
+    assert any(d["kind"] == "op" for _, d in G.nodes(data=True)), "its picture has its ops"
+    choices = dict(view.view_choices(rec))
+    assert choices["call:4:0"].startswith("step 5 of 5, tape `tape`, line 6: gradient of loss")
+    assert "dropped" in choices["call:0:0"] and "dropped" not in choices["call:3:0"]
+    # every step kept: still the newest; a lone tape is no loop and says no step
+    assert view.default_view(steps_loop(3, kept_from=0)) == "call:2:0"
+    one = steps_loop(1, kept_from=0)
+    assert not dict(view.view_choices(one))["call:0:0"].startswith("step")
+
+
+def test_a_step_in_another_file_names_its_file():
+    rec = steps_loop(2, kept_from=0)
+    rec.program = "main.py"
+    for tp in rec.tapes:
+        tp.file = tp.gradients[0].file = "mylib/train.py"
+    assert "tape `tape`, line 6 of mylib/train.py:" in dict(view.view_choices(rec))["call:1:0"]
+
+
+def three_calls():
+    """The seed's persistent tape: z = w*x + b, then dz_dx, dz_dw, dz_db, one call each (x an
+    unwatched constant)."""
+    rec, ids = wxb()
+    rec.tensor(ids["dw"]).value, rec.tensor(ids["db"]).value = 3.0, 1.0   # x's value, 1
+    (call,) = rec.tapes[0].gradients
+    rec.tapes[0].persistent = True
+    rec.tapes[0].gradients = [
+        GradientCall(line=7 + k, kind="gradient", target=[ids["z"]], sources=[s], results=[r],
+                     flow=[f for f in call.flow if f.tensor != s or r.grad is not None])
+        for k, (s, r) in enumerate(zip([ids["x"], ids["w"], ids["b"]], [call.results[2], call.results[0],
+                                                                       call.results[1]]))]
+    return rec, ids
+
+
+def test_every_call_of_a_tape_on_one_target_is_one_picture():
+    rec, ids = three_calls()
+    assert view.default_view(rec) == "calls:1" and view.parse_view("calls:1") == (1, graph.ALL_CALLS)
+    state = view.opening(rec)
+    assert state["focus"] == ids["x"], "the None is still the one picked"
+    choices = dict(view.view_choices(rec))
+    assert choices["calls:1"] == "every gradient of z: x, w, b (tape 1.gradient, lines 7–9)"
+    assert {"call:1:0", "call:1:1", "call:1:2"} <= set(choices), "each call still on its own"
+    G = graph.build(rec, tape=1, call=graph.ALL_CALLS)
+    grads = {G.nodes[t(ids[n])]["grad_text"] for n in ("w", "b", "x")}
+    assert grads == {"grad 3", "grad 1", "grad None"}
+    assert "not watched" in G.nodes[t(ids["x"])]["none_reason"]
+    flow = graph.flow_norms(rec, 1, graph.ALL_CALLS, G)
+    assert flow[t(ids["w"])] == 3.0 and flow[t(ids["z"])] == 1.0
+
+
+def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_was_freed():
+    rec, ids = three_calls()
+    tp = rec.tapes[0]
+    tp.persistent = False
+    tp.gradients = [tp.gradients[1], GradientCall(line=9, kind="gradient", target=[ids["z"]], sources=[ids["b"]],
+                                                  error="RuntimeError: A non-persistent GradientTape can only "
+                                                        "be used to compute one set of gradients")]
+    assert view.default_view(rec) == "call:1:0"
+    (freed,) = view.callouts(rec)
+    assert freed.view == "call:1:0" and "line 9 failed" in freed.text
+    assert "freed its recording after the call at line 8" in freed.text
+
+
+def test_one_sentence_says_what_the_picture_shows():
+    rec, ids = three_calls()
+    said = view.sentence(rec, "calls:1")
+    assert said.startswith("`tape 1` recorded")
+    assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
+    assert view.sentence(rec, view.ALL_OPS).startswith("Every op")

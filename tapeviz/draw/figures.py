@@ -106,7 +106,7 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
             fig.add_trace(_node_trace(trace, G, shown, nodes, category, flow, scale, large, places, font))
             if flow is not None:
                 fig.add_trace(_legend_entry(trace, STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
-    if scale is not None:
+    if scale is not None and _spread(flow):
         fig.add_trace(_colour_bar(trace, *scale))
     if flow is not None:
         fig.add_trace(_legend_entry(trace, "no gradient", "circle", NO_GRADIENT))
@@ -199,7 +199,7 @@ def _colour_bar(trace, low: float, high: float):
     return trace(
         x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
         marker=dict(color=[low, high], cmin=low, cmax=high, colorscale=COLORSCALE, showscale=True,
-                    colorbar=dict(title=dict(text="size of the gradient ‖grad‖", side="right"), thickness=18,
+                    colorbar=dict(title=dict(text="size of the gradient", side="right"), thickness=18,
                                   tickvals=_ticks(low, high), ticktext=[f"{10 ** v:.3g}" for v in _ticks(low, high)])),
     )
 
@@ -481,6 +481,13 @@ def _carries(norm) -> bool:
     return norm is not None and (norm != 0 or norm != norm)
 
 
+def _spread(flow: dict) -> bool:
+    """Whether the gradients differ in size: when every one is 1, a colour bar from 0.316 to
+    3.16 would invent a range; the labels say the one size."""
+    sizes = {round(math.log10(v), 9) for v in flow.values() if v is not None and math.isfinite(v) and v > 0}
+    return len(sizes) > 1
+
+
 def _log_range(flow: dict):
     logs = [math.log10(v) for v in flow.values() if v is not None and math.isfinite(v) and v > 0]
     if not logs:
@@ -520,5 +527,5 @@ def _norm_line(norm) -> str:
     if norm is None:
         return "no gradient flows here"
     if norm != norm or math.isinf(norm):
-        return f"‖∂target/∂x‖ = {norm} ⚠"
-    return f"‖∂target/∂x‖ = {norm:.4g}"
+        return f"size of the gradient here = {norm} ⚠"
+    return f"size of the gradient here = {norm:.4g}"

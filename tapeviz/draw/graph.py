@@ -22,6 +22,7 @@ PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
 FOLD_PREFIX = "r:"
+ALL_CALLS = "all"         # as a call index: every call of a tape that shares its target, on one picture
 
 # Node categories, in legend order.
 VARIABLE_NODE = "variable"
@@ -129,11 +130,12 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
 
     block = _block_lines(rec, tape) if chosen is not None else None
+    ran_for = _calls_run(rec, tape, call) if chosen is not None else set()
     ops = [op for op in rec.ops
            if op.id not in folded
            and (plumbing or op.type not in PLUMBING)
            and (tape is None or tape in op.tapes or _in_block(op, block)
-                or backward and _ran_for(op, chosen, call))
+                or backward and op.phase == BACKWARD and (op.call, op.line) in ran_for)
            and (upto_op is None or op.id <= upto_op)]
     on_path = None
     if gradient_path_only:
@@ -236,16 +238,38 @@ def _bound_text(G: nx.DiGraph) -> None:
                            f"{total:,} characters, over the {MAX_TEXT:,} a figure may carry.")
 
 
-def gradient_call(rec: Recording, tape: Optional[int], call: int) -> GradientCall:
-    """tape.gradients[call]; with tape None, the only tape's call."""
+def gradient_call(rec: Recording, tape: Optional[int], call) -> GradientCall:
+    """tape.gradients[call]; with tape None, the only tape's call. call ALL_CALLS: the calls
+    `calls_together` finds, as one call (their sources, results and flow side by side)."""
     if tape is None:
         if len(rec.tapes) != 1:
             raise ValueError("choose a tape: the recording has %d tapes" % len(rec.tapes))
-        return rec.tapes[0].gradients[call]
-    for tp in rec.tapes:
-        if tp.id == tape:
-            return tp.gradients[call]
-    raise KeyError(f"no tape {tape} in the recording")
+        tape = rec.tapes[0].id
+    tp = next((t for t in rec.tapes if t.id == tape), None)
+    if tp is None:
+        raise KeyError(f"no tape {tape} in the recording")
+    if call != ALL_CALLS:
+        return tp.gradients[call]
+    calls = [tp.gradients[i] for i in calls_together(tp)]
+    if not calls:
+        raise ValueError(f"tape {tape} has no two gradient calls of one target")
+    sources, results, flow = [], [], {}
+    for c in calls:
+        sources += [t for t in c.sources if t not in sources]
+        results += [r for r in c.results if r.source not in {x.source for x in results}]
+        for entry in c.flow:   # one target: d target / d tensor is the same in every call
+            flow.setdefault(entry.tensor, entry)
+    return GradientCall(line=calls[0].line, kind=calls[0].kind, target=list(calls[0].target), sources=sources,
+                        results=results, flow=list(flow.values()), file=calls[0].file)
+
+
+def calls_together(tp) -> list:
+    """The indices of a tape's gradient calls that ran and share the first such call's target
+    (a persistent tape asked for dz/dx, dz/dw, dz/db): drawn together they show every
+    gradient of one target at once. Empty when fewer than two."""
+    ran = [i for i, c in enumerate(tp.gradients) if c.error is None and c.kind == "gradient"]
+    same = [i for i in ran if tp.gradients[i].target == tp.gradients[ran[0]].target] if ran else []
+    return same if len(same) > 1 else []
 
 
 def gradient_calls(rec: Recording) -> list:
@@ -314,19 +338,29 @@ def _read_aliases(rec: Recording):
 
 
 def _block_lines(rec: Recording, tape: Optional[int]):
+    """(first line, last line, first op id, end op id) of the tape's `with` block. The op ids
+    bound it in time: in a loop, the same lines ran once per step, for other steps' tapes."""
     tp = next((t for t in rec.tapes if t.id == tape), None)
     if tp is None or tp.line is None:
         return None
-    return (tp.line, tp.end_line if tp.end_line is not None else tp.line)
+    spans = tp.recording_spans
+    first = spans[0][0] if spans else (min(tp.ops) if tp.ops else None)
+    end = spans[-1][1] if spans and spans[-1][1] is not None else None
+    return (tp.line, tp.end_line if tp.end_line is not None else tp.line, first, end)
 
 
-def _ran_for(op, chosen: Optional[GradientCall], call: Optional[int]) -> bool:
-    return chosen is not None and op.phase == BACKWARD and op.call == call and op.line == chosen.line
+def _calls_run(rec: Recording, tape: Optional[int], call) -> set:
+    """{(call index, line)} of the gradient calls a view draws: a backward op carries both."""
+    tp = next((t for t in rec.tapes if t.id == tape), None) if tape is not None else rec.tapes[0]
+    indices = calls_together(tp) if call == ALL_CALLS else [call]
+    return {(i, tp.gradients[i].line) for i in indices}
 
 
 def _in_block(op, block) -> bool:
-    return (block is not None and op.phase == FORWARD and op.line is not None
-            and block[0] <= op.line <= block[1])
+    if block is None or op.phase != FORWARD or op.line is None or not block[0] <= op.line <= block[1]:
+        return False
+    first, end = block[2], block[3]
+    return (first is None or op.id >= first) and (end is None or op.id < end)
 
 
 def _path_tensors(call: GradientCall, ops: list, alias) -> set:
@@ -436,13 +470,15 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
 
 def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias) -> None:
     """Every tensor's label says its value, and with a call its gradient: "w = 2" over
-    "grad 3" (the exact gradient for a source, ‖grad‖ from the flow elsewhere)."""
+    "grad -3" (a source's exact gradient, signed; 1 for a scalar target), else the flow's
+    norm said in words, "size of grad 3.2" (the flow keeps sizes, not signs)."""
     exact, norms = {}, {}
     if call is not None:
         for r in call.results:
             exact[alias(r.source)] = rec.tensor(r.grad) if r.grad is not None else None
         for entry in call.flow:
             norms[alias(entry.tensor)] = as_float(entry.norm)
+    targets = {alias(t) for t in call.target} if call is not None else set()
     for node, data in G.nodes(data=True):
         if data["kind"] == "tensor":
             info = rec.tensor(data["ref"])
@@ -450,17 +486,18 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             name = info.name if info is not None and info.name else None
             if name and text:   # "w = 2" on one line; a long name and a shape on two
                 lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
+            elif info is not None and _small(info):
+                lines = [text]      # a converted Python input says its value ([[2.]]), not "1×1"
             else:
                 lines = [data["label"] or text]
             t = data["ref"]
             if call is not None:
                 if t in exact:
-                    grad = exact[t]
-                    lines.append("grad None" if grad is None else
-                                 "‖grad‖ " + number_text(_norm(grad)) if not _small(grad) and _norm(grad) is not None
-                                 else "grad " + short_value(grad))
+                    lines.append(grad_words(exact[t]))
+                elif t in targets and info is not None and not info.shape and t in norms:
+                    lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
-                    lines.append("‖grad‖ " + number_text(norms[t]))
+                    lines.append("size of grad " + number_text(norms[t]))
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
@@ -471,14 +508,25 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
+def grad_words(grad) -> str:
+    """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
+    size in words when big, "grad None" when there is none."""
+    if grad is None:
+        return "grad None"
+    if not _small(grad) and _norm(grad) is not None:
+        return "size of grad " + number_text(_norm(grad))
+    return "grad " + short_value(grad)
+
+
 def short_value(info) -> str:
-    """A tensor in a few characters: its numbers when it has at most 4, else shape and norm."""
+    """A tensor in a few characters: its numbers when it has at most 4, else its shape and
+    size (the L2 norm, said in words)."""
     if _small(info):
         return _value_text(info.value)
     norm = _norm(info)
     if norm is None:
         return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
-    return f"{_short_shape(info.shape) or 'scalar'}, ‖·‖ {number_text(norm)}"
+    return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
 def _small(info) -> bool:

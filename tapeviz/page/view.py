@@ -109,7 +109,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
-        d.facts.append(("‖∂target/∂x‖", graph.number_text(flow[node])))
+        d.facts.append(("size of its gradient", graph.number_text(flow[node])))
     return d
 
 
@@ -226,9 +226,24 @@ def _op_word(op, rec: Recording) -> str:
     return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
 
 
+def kept(rec: Recording, tp) -> bool:
+    """Whether a tape still has ops in the recording: a long loop's early steps lose theirs
+    to the op bound, and a picture of them would be empty."""
+    return any(rec.op(i) is not None for i in tp.ops)
+
+
+def _openable(rec: Recording) -> list:
+    """The tapes a view may open on, in program order: those that kept their ops (else all),
+    and of the tapes one `with` line opened (a loop's steps) only the newest."""
+    live = [tp for tp in rec.tapes if kept(rec, tp)] or list(rec.tapes)
+    newest = {(tp.file, tp.line): tp.id for tp in live}
+    return [tp for tp in live if newest[(tp.file, tp.line)] == tp.id]
+
+
 def default_tape(rec: Recording) -> Optional[int]:
-    """The first outermost tape: what it recorded is the story; every op adds the machinery."""
-    return next((tp.id for tp in rec.tapes if tp.parent is None), None)
+    """The first outermost tape that kept its ops (in a loop, its newest step): what it
+    recorded is the story; every op adds the machinery."""
+    return next((tp.id for tp in _openable(rec) if tp.parent is None), None)
 
 
 # -- what the page opens on: the views, the callouts, the legend -------------------------------
@@ -239,7 +254,8 @@ _TAPE_AS = re.compile(r"GradientTape\s*\((?:[^()]|\([^()]*\))*\)\s+as\s+([A-Za-z
 
 def tape_names(rec: Recording) -> dict:
     """{tape id: the user's Python name for it}: `with tf.GradientTape() as outer_tape` on the
-    tape's line; tapes opened on one line take its names in order. Else "tape N"."""
+    tape's line; tapes opened on one line take its names in order, round again when a loop
+    opens them anew each step. Else "tape N"."""
     lines = rec.source.splitlines()
     names, used = {}, {}
     for tp in rec.tapes:
@@ -247,7 +263,7 @@ def tape_names(rec: Recording) -> dict:
         found = _TAPE_AS.findall(text)
         k = used.get(tp.line, 0)
         used[tp.line] = k + 1
-        names[tp.id] = found[k] if k < len(found) else f"tape {tp.id}"
+        names[tp.id] = found[k % len(found)] if found else f"tape {tp.id}"
     return names
 
 
@@ -256,8 +272,12 @@ def view_choices(rec: Recording) -> list:
     names = tape_names(rec)
     out = []
     for tp in rec.tapes:
+        gone = "" if kept(rec, tp) or not tp.ops else " (its ops were dropped by the size bound)"
+        together = graph.calls_together(tp)
+        if together:
+            out.append((f"calls:{tp.id}", together_words(rec, tp, names[tp.id]) + gone))
         for i, call in enumerate(tp.gradients):
-            out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id])))
+            out.append((f"call:{tp.id}:{i}", call_words(rec, call, names[tp.id], tp.id, i) + gone))
     for tp in rec.tapes:
         n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
         out.append((f"tape:{tp.id}", f"what {names[tp.id]} recorded ({n} ops)"))
@@ -265,24 +285,63 @@ def view_choices(rec: Recording) -> list:
     return out
 
 
-def call_words(rec: Recording, call, tape_name: str) -> str:
+def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = None,
+               index: Optional[int] = None) -> str:
+    """A gradient call in words; a loop's call leads with its step: "step 1,810 of 1,810,
+    tape `tape`, line 42: gradient of loss with respect to w"."""
     target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
     sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
     line = f", {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     verb = "gradient" if call.kind == "gradient" else call.kind
+    step = step_number(rec, tape_id, index) if tape_id is not None else None
+    if step is not None:
+        return (f"step {step[0]:,} of {step[1]:,}, tape `{tape_name}`{line}: "
+                f"{verb} of {target} with respect to {sources}")
     return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
 
 
+def together_words(rec: Recording, tp, tape_name: str) -> str:
+    """"every gradient of z: w, b, x (tape.gradient, lines 16–18)"."""
+    call = graph.gradient_call(rec, tp.id, graph.ALL_CALLS)
+    target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
+    sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
+    lines = sorted({tp.gradients[i].line for i in graph.calls_together(tp) if tp.gradients[i].line is not None})
+    where = ("" if not lines else f", {graph.line_words(rec, call.file, lines[0])}" if len(lines) == 1
+             else f", lines {lines[0]}–{lines[-1]}")
+    return f"every gradient of {target}: {sources} ({tape_name}.gradient{where})"
+
+
+def _call_view(tp, index: int) -> str:
+    """The view a call opens in: with the calls that share its target, else its own."""
+    return f"calls:{tp.id}" if index in graph.calls_together(tp) else f"call:{tp.id}:{index}"
+
+
+def step_number(rec: Recording, tape_id: int, index: int) -> Optional[tuple]:
+    """(n, of) when the call is one step of a loop (its tape's `with` line opened more than
+    one tape): its place among every gradient call the run made, from the step summaries
+    that outlive the op bound."""
+    tp = next((t for t in rec.tapes if t.id == tape_id), None)
+    if tp is None or sum(t.line == tp.line and t.file == tp.file for t in rec.tapes) < 2 or not rec.steps:
+        return None
+    mine = next((s for s in rec.steps if s.tape == tape_id and s.index == index), None)
+    if mine is None:
+        return None
+    return mine.call + 1, max(s.call for s in rec.steps) + 1
+
+
 def default_view(rec: Recording) -> str:
-    """A gradient call with a None result; else the outermost tape's last call (higher order:
-    the outer one); else the first tape; else every op."""
-    for tp in rec.tapes:
+    """Among the tapes that kept their ops (a loop's newest step): a gradient call with a None
+    result; else the outermost tape's last call (higher order: the outer one); else the first
+    tape; else every op."""
+    live = _openable(rec)
+    for tp in live:
         for i, call in enumerate(tp.gradients):
             if any(r.grad is None for r in call.results):
-                return f"call:{tp.id}:{i}"
-    for tp in sorted(rec.tapes, key=lambda t: t.parent is not None):
-        if tp.gradients:
-            return f"call:{tp.id}:{len(tp.gradients) - 1}"
+                return _call_view(tp, i)
+    for tp in sorted(live, key=lambda t: t.parent is not None):
+        ran = [i for i, c in enumerate(tp.gradients) if c.error is None]   # not a call that failed
+        if ran:
+            return _call_view(tp, ran[-1])
     first = default_tape(rec)
     return f"tape:{first}" if first is not None else ALL_OPS
 
@@ -290,6 +349,8 @@ def default_view(rec: Recording) -> str:
 def parse_view(key: Optional[str]):
     """(tape id or None, call index or None) of a view key."""
     parts = (key or ALL_OPS).split(":")
+    if parts[0] == "calls":
+        return int(parts[1]), graph.ALL_CALLS
     if parts[0] == "call":
         return int(parts[1]), int(parts[2])
     if parts[0] == "tape":
@@ -320,7 +381,11 @@ def callouts(rec: Recording) -> list:
                     reason = literal(r.none_reason or "no reason recorded", 2_000)
                     out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
                                        f"{where}: {reason}",
-                                       f"call:{tp.id}:{i}", r.source, call.line))
+                                       _call_view(tp, i), r.source, call.line))
+    for tp in rec.tapes:
+        for i, call in enumerate(tp.gradients):
+            if call.error is not None:
+                out.append(failed_call(rec, tp, i, names[tp.id]))
     for alert in rec.alerts:
         op = rec.op(alert.op) if alert.op is not None else None
         tapes = op.tapes if op is not None else []
@@ -332,6 +397,21 @@ def callouts(rec: Recording) -> list:
                          if op.call < len(tp.gradients) and tp.gradients[op.call].line == op.line), ALL_OPS)
         out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward))
     return out
+
+
+def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
+    """A gradient call that raised, shown on the call before it that worked: for a
+    non-persistent tape, the call after which the tape freed its recording."""
+    call = tp.gradients[index]
+    worked = [i for i in range(index) if tp.gradients[i].error is None]
+    at = f" at {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
+    text = f"**{code(tape_name + '.' + call.kind)}{at} failed**: {literal(call.error, 500)}"
+    if worked and not tp.persistent:
+        before = tp.gradients[worked[-1]]
+        text += (f". The tape freed its recording after the call at "
+                 f"{graph.line_words(rec, before.file, before.line)}, drawn here.")
+        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line)
+    return Callout(text, f"call:{tp.id}:{index}", None, call.line)
 
 
 def legend_text(rec: Recording, view_key: str) -> str:
@@ -346,7 +426,7 @@ def legend_text(rec: Recording, view_key: str) -> str:
     target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
-            f"exact for {sources}; **‖grad‖** is its size elsewhere. Colour is the size of the gradient "
+            f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
             "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
 
 
@@ -359,7 +439,7 @@ def opening(rec: Recording) -> dict:
     """The view state a fresh run opens on: the lesson's view, and the first callout's
     node picked (ringed on the graph, open in the inspector) when that view shows it."""
     opened = default_view(rec)
-    first = next(iter(callouts(rec)), None)
+    first = next((c for c in callouts(rec) if c.view == opened), None)
     state = {"view": opened, "backward": False, "fold": True, "plumbing": False, "unfold": []}
     if first is not None and first.view == opened:
         state.update(backward=first.backward, focus=first.tensor)
@@ -387,3 +467,26 @@ def step_words(G: nx.DiGraph, node: str) -> str:
     d = G.nodes[node]
     where = f", line {d['line']}" if d.get("line") is not None else ""
     return literal(f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})", 300)
+
+
+def sentence(rec: Recording, view_key: str) -> str:
+    """One sentence (markdown) saying what the view's picture shows: which tape recorded
+    what, and the gradients it gives, as numbers where they are small."""
+    tape, call = parse_view(view_key)
+    names = tape_names(rec)
+    if tape is None:
+        return "Every op the program ran, with its values."
+    tp = next(t for t in rec.tapes if t.id == tape)
+    n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
+    parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
+    said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if call is None:
+        return said + "."
+    chosen = graph.gradient_call(rec, tape, call)
+    target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
+    parts = []
+    for r in chosen.results:
+        grad = rec.tensor(r.grad) if r.grad is not None else None
+        words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
+        parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
+    return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."

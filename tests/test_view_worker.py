@@ -1,0 +1,102 @@
+"""What the debugger opens on, for programs recorded through a real worker, checked against
+the same programs under plain TensorFlow (run in a subprocess: the test process stays TF-free
+only by convention, the worker is the real thing)."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tapeviz.draw import graph
+from tapeviz.page import view
+from tapeviz.recording import Recording
+from tapeviz.server import runner
+from tapeviz.server.config import Limits
+
+LOOP = textwrap.dedent("""
+    import tensorflow as tf
+    w = tf.Variable(0.5)
+    for step in range(60):
+        with tf.GradientTape() as tape:
+            loss = (w * 3.0 - 1.0) ** 2
+        g = tape.gradient(loss, w)
+        w.assign_sub(0.01 * g)
+        print(float(g))
+""").lstrip()
+
+
+def plain(source: str, tmp_path, fails: bool = False) -> list:
+    path = tmp_path / "plain.py"
+    path.write_text(source)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    assert (out.returncode != 0) == fails, out.stderr
+    return out.stdout.splitlines()
+
+
+def recorded(source: str, tmp_path, **limits) -> Recording:
+    path = tmp_path / "program.py"
+    path.write_text(source)
+    pool = runner.Runner(runner.Config(warm=0, limits=Limits(**limits)))
+    try:
+        return Recording.from_dict(pool.record(source, filename=str(path), timeout=300))
+    finally:
+        pool.close()
+
+
+@pytest.mark.slow
+def test_a_loop_past_the_op_bound_opens_on_its_last_step_with_its_ops(tmp_path):
+    printed = [float(x) for x in plain(LOOP, tmp_path)]
+    rec = recorded(LOOP, tmp_path, max_ops=200)
+    assert rec.error is None and rec.dropped.get("ops"), "the bound dropped the early steps' ops"
+    tape, call = view.parse_view(view.default_view(rec))
+    G = graph.build(rec, tape=tape, call=call)
+    assert any(d["kind"] == "op" for _, d in G.nodes(data=True))
+    chosen = graph.gradient_call(rec, tape, call)
+    grad = rec.tensor(chosen.results[0].grad).value
+    assert grad == pytest.approx(printed[-1], rel=1e-6), "the newest step: plain TF's last gradient"
+    label = dict(view.view_choices(rec))[f"call:{tape}:{call}"]
+    assert label.startswith("step 60 of 60, tape `tape`, line 6")
+
+
+SEED_PERSISTENT = textwrap.dedent("""
+    import tensorflow as tf
+    x = tf.constant(10.0)
+    w = tf.Variable(3.0)
+    b = tf.Variable(1.0)
+    with tf.GradientTape(persistent=True) as tape:
+        z = w * x + b
+    dz_dx = tape.gradient(z, x)
+    dz_dw = tape.gradient(z, w)
+    dz_db = tape.gradient(z, b)
+    print(dz_dx, float(dz_dw), float(dz_db))
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_a_persistent_tapes_three_calls_open_on_one_picture(tmp_path):
+    none, dw, db = plain(SEED_PERSISTENT, tmp_path)[0].split()
+    rec = recorded(SEED_PERSISTENT, tmp_path)
+    key = view.default_view(rec)
+    assert key.startswith("calls:")
+    tape, call = view.parse_view(key)
+    G = graph.build(rec, tape=tape, call=call)
+    by_name = {d.get("name"): d for _, d in G.nodes(data=True) if d["kind"] == "tensor"}
+    assert none == "None" and by_name["x"]["grad_text"] == "grad None"
+    assert by_name["w"]["grad_text"] == "grad " + graph.number_text(float(dw))
+    assert by_name["b"]["grad_text"] == "grad " + graph.number_text(float(db))
+    assert "not watched" in by_name["x"]["none_reason"]
+
+
+@pytest.mark.slow
+def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
+    from tapeviz import examples
+    source = open(examples.__path__[0] + "/nonpersistent_error.py").read()
+    printed = plain(source, tmp_path, fails=True)[0]          # "dz_dx = 108.0", then the error
+    rec = recorded(source, tmp_path)
+    assert rec.error is not None and rec.error.type == "RuntimeError"
+    tape, call = view.parse_view(view.default_view(rec))
+    chosen = graph.gradient_call(rec, tape, call)
+    assert chosen.error is None and rec.tensor(chosen.results[0].grad).value == pytest.approx(float(printed.split("=")[1]))
+    freed = [c for c in view.callouts(rec) if "freed its recording" in c.text]
+    assert freed and freed[0].view == view.default_view(rec)
