@@ -8,6 +8,7 @@ Streamlit keeps each widget's value in the session under the widget's key, and a
 recording must reset some of them, so the widget keys the debugger writes are named here
 and written only through this object (`widgets`, st.session_state on the page):
   example                 the example picker (None once the editor holds other code)
+  legend                  the chart's legend, off until asked for (kept across runs)
   view, group, expand, path_only, fold, backward, plumbing    the graph's view switches
   pick                    the inspector's node picker (a chart click or a callout sets it)
   step:<view key>         the step slider of one view
@@ -81,6 +82,7 @@ class DebuggerState:
         self.unfold: list = []              # folded repeats unfolded by a button
         self.graph_seen: tuple = ()         # the chart selection already acted on
         self.pick_line: Optional[int] = None     # the picked node's line, marked in the editor
+        self.scroll = False                 # bring the graph into view once ("Show it")
 
     # -- the program ---------------------------------------------------------------------
     def load_example(self) -> None:
@@ -89,6 +91,12 @@ class DebuggerState:
         if name:
             self.source = editor.example_code(name)
             self.pending = True
+
+    def example_shown(self) -> Optional[str]:
+        """The picked example, while the editor holds its code: its title and explanation
+        belong with that code only, not above a program typed over it."""
+        name = self.widgets.get(EXAMPLE)
+        return name if name and self.source == editor.example_code(name) else None
 
     def edited(self, text: Optional[str], submitted: bool) -> None:
         """The editor's event: new text, and Run (or Ctrl+Enter) pressed."""
@@ -239,6 +247,7 @@ class DebuggerState:
         self.widgets.update(view=view_key, path_only=False,
                             backward=backward or self.widgets.get("backward", False))
         self.focus = tensor_id
+        self.scroll = True
         self.widgets.pop(f"{STEP_PREFIX}{view_key}", None)
 
     def expand_layer(self, key: str) -> None:
