@@ -189,3 +189,28 @@ def test_callouts_layers_and_chart_clicks_pick_nodes():
     state.expand_layer("sequential/dense")
     state.unfold_node("r:1")
     assert session["expand"] == ["sequential/dense"] and state.unfold == ["r:1"]
+
+
+def test_an_examples_explanation_goes_with_its_code_only():
+    session = {}
+    state = debugger_state.of(session)
+    state.start_from_url({"example": "higher_order"})
+    assert state.example_shown() == "higher_order"
+    state.edited("import tensorflow as tf\nx = tf.constant(1.0)\n", submitted=False)   # typed over it
+    assert state.example_shown() is None
+    state.edited(editor.example_code("higher_order"), submitted=False)                 # typed back
+    assert state.example_shown() == "higher_order"
+
+
+def test_an_opened_recording_replaces_the_last_runs_status_with_its_file():
+    state = debugger_state.of({})
+    state.edited("a = 1\n", submitted=True)
+    runner = FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    state.finish_drawing(lambda source: None)
+    assert state.run_status[0].startswith("Run → drawn")
+    state.open_bytes(json.dumps(recorded()).encode(), "night_run.json")
+    state.finish_drawing(lambda source: None)          # the page draws: nothing of the old run
+    said, outcome = state.run_status
+    assert "`night_run.json`" in said and "drawn in" not in said and outcome == "complete"

@@ -24,7 +24,7 @@ from .. import examples
 from ..draw import graph
 from ..recording import Recording
 from . import editor, opened, share, view
-from .markdown import literal
+from .markdown import code, literal
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -219,6 +219,10 @@ class DebuggerState:
         self.source = rec.source
         self.opened_name = name
         self.adopt(rec, recorded)
+        # The last run's status (a link's shared run, its age) is no longer what is shown.
+        self.drawing = None
+        self.run_status = (f"Opened the recording {code(name)}: drawn from the file, not run here",
+                           "error" if rec.error is not None else "complete")
 
     def open_path(self, path: str) -> None:
         try:
