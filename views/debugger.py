@@ -38,7 +38,8 @@ def open_upload():
 
 def run_for(link: bool):
     """The runner call of a new run, bound in this script thread (its own has no session)."""
-    run = partial(session.run, owner=state.owner, pool=session.runner(), session=session.session_id())
+    run = partial(session.run, owner=state.owner, pool=session.runner(), session=session.session_id(),
+                  client=session.client_id(), eager=bool(st.session_state.get("eager")))
     # A class opens one link at once: one worker records it for them all (link_runs.py)
     return partial(session.link_runs().run, run=run) if link else run
 
@@ -92,6 +93,9 @@ with left:
         st.caption(literal(examples.load(shown).explanation))
     editor_slot = st.container()
     status_area = st.empty()
+    st.toggle("Run tf.functions eagerly", key="eager",
+              help="tf.config.run_functions_eagerly(True) for the next Run: a @tf.function or "
+                   "fit()'s train_step is recorded op by op, with values and gradients.")
     with st.expander("Open a recording", icon=":material/folder_open:", expanded=bool(state.open_problem)):
         st.file_uploader("A recording (.json) from `tapeviz record -o run.json` or ⬇ Recording",
                          type=["json"], key="open_file", on_change=open_upload)
@@ -134,6 +138,9 @@ if rec is None:
 
 with right:
     panels.show_callouts(state, view.callouts(rec))
+    if rec.eager:
+        st.info("Recorded with tf.functions run eagerly: each traced function's ops are drawn "
+                "one by one, with their values.", icon=":material/bolt:")
     for warning in rec.warnings[:5]:
         st.warning(messages.warning_line(warning))
     if rec.skipped:
@@ -149,6 +156,7 @@ with right:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:
         st.info(explain.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
+    panels.show_run(state, rec)
     panels.show_printed(rec)
     if state.scroll:
         state.scroll = False

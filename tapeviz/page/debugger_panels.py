@@ -10,7 +10,8 @@ import json
 
 import streamlit as st
 
-from ..draw import figures, graph
+from .. import printed
+from ..draw import figures, graph, run_figures
 from ..recording import Recording
 from . import editor, messages, opened, session, share, view
 from .markdown import literal
@@ -55,6 +56,7 @@ def show_printed(rec: Recording) -> None:
     for title, text in (("**Printed output**", rec.stdout),
                         ("**Written to stderr** (where `tf.print` and warnings go)", rec.stderr)):
         if text:
+            text = printed.as_shown(text)     # a progress bar as its terminal left it
             st.markdown(title)
             st.code(text, language=None, height=min(220, 40 + 28 * text.count("\n")))
 
@@ -199,3 +201,24 @@ def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
     if fig is not None:
         html_col.download_button("⬇ Graph", lambda: figures.to_html(fig), file_name="graph.html", mime="text/html",
                                  width="stretch", on_click="ignore", help="The graph as a standalone HTML page")
+
+
+def show_run(state, rec: Recording) -> None:
+    """The run as a whole, when it made more than one gradient call: loss and each variable's
+    gradient norm per step. A click on a step (or its number) opens that step's graph when
+    its ops were kept."""
+    if len(rec.steps) < 2:
+        return
+    st.subheader("The run, step by step")
+    memo = st.session_state.get("_run_figure")
+    if memo is None or memo[0] != state.run_id:      # 1,810 steps take a while to chart
+        memo = st.session_state["_run_figure"] = (state.run_id, run_figures.run_figure(rec))
+    fig = memo[1]
+    st.plotly_chart(fig, key="run_chart", on_select=state.open_clicked_step, selection_mode="points",
+                    config={"displaylogo": False})
+    steps = run_figures.site_steps(rec)
+    st.number_input(f"Open step n's graph (1 to {len(steps):,}; a step whose ops the bounds "
+                    "dropped has its summary only)", 1, max(1, len(steps)), None, key="run_step",
+                    on_change=state.open_typed_step, placeholder="a step number, or click the chart")
+    if state.step_problem:
+        st.caption(state.step_problem)
