@@ -23,7 +23,7 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
