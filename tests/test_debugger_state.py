@@ -189,3 +189,46 @@ def test_callouts_layers_and_chart_clicks_pick_nodes():
     state.expand_layer("sequential/dense")
     state.unfold_node("r:1")
     assert session["expand"] == ["sequential/dense"] and state.unfold == ["r:1"]
+
+
+def test_an_examples_explanation_goes_with_its_code_only():
+    session = {}
+    state = debugger_state.of(session)
+    state.start_from_url({"example": "higher_order"})
+    assert state.example_shown() == "higher_order"
+    state.edited("import tensorflow as tf\nx = tf.constant(1.0)\n", submitted=False)   # typed over it
+    assert state.example_shown() is None
+    state.edited(editor.example_code("higher_order"), submitted=False)                 # typed back
+    assert state.example_shown() == "higher_order"
+
+
+def test_an_opened_recording_replaces_the_last_runs_status_with_its_file():
+    state = debugger_state.of({})
+    state.edited("a = 1\n", submitted=True)
+    runner = FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    state.finish_drawing(lambda source: None)
+    assert state.run_status[0].startswith("Run → drawn")
+    state.open_bytes(json.dumps(recorded()).encode(), "night_run.json")
+    state.finish_drawing(lambda source: None)          # the page draws: nothing of the old run
+    said, outcome = state.run_status
+    assert "`night_run.json`" in said and "drawn in" not in said and outcome == "complete"
+
+
+def test_a_step_of_the_run_view_opens_its_graph_only_when_its_ops_were_kept():
+    state = debugger_state.of({})
+    answer = recorded()
+    tape = answer["tapes"][0]["id"]
+    # two calls of one line: the first's ops kept (it is the tape's call 0), the second's dropped
+    answer["steps"] = [{"call": n, "tape": tape, "index": n, "kind": "gradient", "line": 7,
+                        "file": "program.py", "target": 1.0 / (n + 1), "scalar": True} for n in range(2)]
+    state.take_recording(answer["source"], answer)
+    state.widgets["run_step"] = 1
+    state.open_typed_step()
+    assert state.widgets["view"] == f"call:{tape}:0" and state.step_problem is None and state.scroll
+    state.widgets["run_chart"] = {"selection": {"points": [{"x": 2, "y": 0.5}]}}
+    state.open_clicked_step()
+    assert state.widgets["view"] == f"call:{tape}:0" and "dropped" in state.step_problem
+    state.open_step(3)
+    assert state.step_problem == "There is no step 3."

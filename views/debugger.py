@@ -17,7 +17,9 @@ st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}
 .stTextArea textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}
-.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}
+.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}
+[data-testid="stAlertContainer"] {padding: .45rem .8rem;}
+[data-testid="stAlertContainer"] p {font-size: .92rem; line-height: 1.35;}
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     st.html("<style>html {font-size: 125%;}</style>")
@@ -36,7 +38,8 @@ def open_upload():
 
 def run_for(link: bool):
     """The runner call of a new run, bound in this script thread (its own has no session)."""
-    run = partial(session.run, owner=state.owner, pool=session.runner(), session=session.session_id())
+    run = partial(session.run, owner=state.owner, pool=session.runner(), session=session.session_id(),
+                  client=session.client_id(), eager=bool(st.session_state.get("eager")))
     # A class opens one link at once: one worker records it for them all (link_runs.py)
     return partial(session.link_runs().run, run=run) if link else run
 
@@ -67,12 +70,15 @@ state.edited(text, submitted=kind == "submit")
 if state.start_run(run_for, lambda owner: session.runner().cancel(owner)) is not None:
     name_in_address(state.settle())
 
-# -- the page -------------------------------------------------------------------------------
-head, big, flip = st.columns([4, 1.5, 1.5], vertical_alignment="bottom")
-head.markdown("#### Tape debugger")
+# -- the page: graph first, on a projector too ----------------------------------------------
+# One header line (title, switches, mode); callouts and the view's popover sit over the
+# graph; the code beside it. At 1280x720 and 1024x768 both are on screen on arrival.
+head, big, flip, walls = st.columns([2.2, 1.3, 1.3, 2], vertical_alignment="center")
+head.markdown("**Tape debugger**")
 big.toggle("Large text", key="large_text", help="For a projector: bigger letters and labels everywhere.")
 flip.toggle("Graph first", key="graph_first", help="Put the graph on the left, wider, and the code beside it.")
-mode.banner()
+with walls:
+    mode.banner(compact=True)
 top = st.container()
 if st.session_state.get("graph_first"):
     right, left = st.columns([7, 4], gap="medium")
@@ -83,10 +89,13 @@ with left:
     st.selectbox("Example", examples.names(), key="example", index=None, on_change=state.load_example,
                  format_func=lambda n: examples.load(n).title, placeholder="Pick an example program…",
                  label_visibility="collapsed")
-    if st.session_state.get("example"):
-        st.caption(literal(examples.load(st.session_state.example).explanation))
+    if (shown := state.example_shown()) is not None:
+        st.caption(literal(examples.load(shown).explanation))
     editor_slot = st.container()
     status_area = st.empty()
+    st.toggle("Run tf.functions eagerly", key="eager",
+              help="tf.config.run_functions_eagerly(True) for the next Run: a @tf.function or "
+                   "fit()'s train_step is recorded op by op, with values and gradients.")
     with st.expander("Open a recording", icon=":material/folder_open:", expanded=bool(state.open_problem)):
         st.file_uploader("A recording (.json) from `tapeviz record -o run.json` or ⬇ Recording",
                          type=["json"], key="open_file", on_change=open_upload)
@@ -127,21 +136,17 @@ if rec is None:
     draw_editor()
     st.stop()
 
-# None gradients, NaN and Inf go first, unasked: they are what a debugging session is about.
-problems, where = view.callouts(rec), top
-for i, callout in enumerate(problems[:8]):
-    if i == 2:   # the first two in full; more would push the picture off the screen
-        where = top.expander(f"{len(problems) - 2} more: " + ", ".join(c.text.split("**")[1] for c in problems[2:8]))
-    row = where.columns([6, 1], vertical_alignment="center")
-    row[0].error(callout.text)
-    row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout,
-                  args=(callout.view, callout.tensor, callout.backward))
-for warning in rec.warnings[:5]:
-    top.warning(messages.warning_line(warning))
-if rec.skipped:
-    top.info(messages.skipped_note(rec.skipped))
-if rec.dropped:
-    top.warning(messages.dropped_note(rec.dropped))
+with right:
+    panels.show_callouts(state, view.callouts(rec))
+    if rec.eager:
+        st.info("Recorded with tf.functions run eagerly: each traced function's ops are drawn "
+                "one by one, with their values.", icon=":material/bolt:")
+    for warning in rec.warnings[:5]:
+        st.warning(messages.warning_line(warning))
+    if rec.skipped:
+        st.info(messages.skipped_note(rec.skipped))
+    if rec.dropped:
+        st.warning(messages.dropped_note(rec.dropped))
 
 with right:
     if rec.error is not None:
@@ -151,7 +156,11 @@ with right:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:
         st.info(explain.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
+    panels.show_run(state, rec)
     panels.show_printed(rec)
+    if state.scroll:
+        state.scroll = False
+        panels.scroll_to_chart()
 
 with left:
     panels.share_and_export(st.session_state.get("example"), rec, state.rec_dict,

@@ -23,7 +23,7 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding: 3.2rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
@@ -79,11 +79,12 @@ def check_upload():
 
 
 # -- the page -----------------------------------------------------------------------------
-st.markdown("## Train MNIST, eagerly")
-st.caption("The custom training loop of TensorFlow's eager guide: a `GradientTape` per step, "
-           "Adam, batches from a shuffled `tf.data` pipeline. It runs in a worker process; this "
-           "page polls it and redraws.")
-mode.banner()
+# One header line, so that the loss chart is above the fold at 1280x720.
+head, walls = st.columns([5, 2], vertical_alignment="center")
+head.markdown("**Train MNIST, eagerly:** TensorFlow's eager guide's loop, a `GradientTape` per step, "
+              "Adam, shuffled `tf.data` batches, in a worker process.")
+with walls:
+    mode.banner(compact=True)
 
 # Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
 c = [*st.columns([2.4, 1.1, 1.6, 1.6]), *st.columns([2.4, 1.1, 1.6, 1.6])]
@@ -157,6 +158,8 @@ def dashboard():
 
     p = run.progress()
     cfg = run.config
+    if status == "running" and p["total"] and p["step"] >= p["total"]:
+        status = "finished"     # every step ran; the worker is only packing up
     b[5].markdown(f"**{STATUS.get(status, status)}**"
                   + (f" — number **{run.place}** in line for a training worker" if status == "queued" else ""))
     label = (f"step {p['step']:,} of {p['total']:,}  ·  epoch {p['epoch']} of {p['epochs']}"
@@ -222,8 +225,9 @@ def show_speeds():
     speeds = st.session_state.get("speeds", {}).get(key, {})
     st.markdown(f"#### Eager vs `tf.function` — {key[0]} model, batch {key[1]}")
     s = st.columns([1, 1, 1, 3])
-    s[0].metric("Eager", f"{speeds['eager']:.1f} steps/s" if "eager" in speeds else "—")
-    s[1].metric("tf.function", f"{speeds['tf.function']:.1f} steps/s" if "tf.function" in speeds else "—")
+    # The unit in the label, as "Steps/s" above: a value with its unit was cut at 1280 px.
+    s[0].metric("Eager, steps/s", f"{speeds['eager']:.1f}" if "eager" in speeds else "—")
+    s[1].metric("tf.function, steps/s", f"{speeds['tf.function']:.1f}" if "tf.function" in speeds else "—")
     if len(speeds) == 2:
         s[2].metric("Speed-up", f"{speeds['tf.function'] / speeds['eager']:.1f}×")
         s[3].caption("Eager mode runs every op from Python, one at a time; `tf.function` traces "

@@ -10,7 +10,8 @@ import json
 
 import streamlit as st
 
-from ..draw import figures, graph
+from .. import printed
+from ..draw import figures, graph, run_figures
 from ..recording import Recording
 from . import editor, messages, opened, session, share, view
 from .markdown import literal
@@ -27,11 +28,35 @@ def show_error(rec: Recording) -> None:
         st.caption("The graph below shows what was recorded before the error.")
 
 
+def show_callouts(state, problems: list) -> None:
+    """None gradients, NaN and Inf, unasked: what a debugging session is about. The first
+    two in full, each with a button that shows its node; more fold into an expander."""
+    where = st.container()
+    for i, callout in enumerate(problems[:8]):
+        if i == 2:   # more would push the picture off the screen
+            where = st.expander(f"{len(problems) - 2} more: " +
+                                ", ".join(c.text.split("**")[1] for c in problems[2:8]))
+        row = where.columns([4, 1], vertical_alignment="center")   # "Show it" whole at 1024 px
+        row[0].error(callout.text)
+        row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout,
+                      args=(callout.view, callout.tensor, callout.backward))
+
+
+def scroll_to_chart() -> None:
+    """Bring the graph to the middle of the screen (after "Show it": its node is picked)."""
+    st.html("""<script>(function find(tries) {
+        const chart = window.parent.document.querySelector('.js-plotly-plot') || document.querySelector('.js-plotly-plot');
+        if (chart) { chart.scrollIntoView({block: 'center'}); chart.focus && chart.focus(); }
+        else if (tries > 0) setTimeout(() => find(tries - 1), 200);
+    })(25);</script>""", unsafe_allow_javascript=True)
+
+
 def show_printed(rec: Recording) -> None:
     # stderr too: tf.print writes there unless told otherwise, and a learner's must show
     for title, text in (("**Printed output**", rec.stdout),
                         ("**Written to stderr** (where `tf.print` and warnings go)", rec.stderr)):
         if text:
+            text = printed.as_shown(text)     # a progress bar as its terminal left it
             st.markdown(title)
             st.code(text, language=None, height=min(220, 40 + 28 * text.count("\n")))
 
@@ -46,26 +71,33 @@ def show_graph(state, rec: Recording):
     """The view picker, display switches, the op graph and its step slider; returns
     (G, flow, figure), or None when the view cannot be drawn."""
     choices = dict(view.view_choices(rec))
+    # The view's switches wait in a popover named after what is shown: on a projector the
+    # picture comes first, and the lesson's own view is the one the page opens on.
+    shown = choices.get(st.session_state.get("view"), "")
+    controls = st.popover(literal(f"Showing: {shown}", 160) if rec.tapes else "View options",
+                          icon=":material/tune:", width="stretch",
+                          help="What to draw: each gradient call, each tape, every op; and how")
     if rec.tapes:
-        key = st.selectbox("Show", list(choices), format_func=choices.get, key="view")
+        key = controls.selectbox("Show", list(choices), format_func=choices.get, key="view")
     else:
         st.info(view.no_tape_sentence(rec))
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     calling = call_index is not None
     layers = graph.group_keys(rec)
-    row = [*st.columns(3), *st.columns(3)]     # three a row: whole labels even at 1024 px
-    fold = row[0].toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
-    backward = row[1].toggle("Backward ops", key="backward", disabled=not calling,
+    with controls:
+        fold = st.toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
+        backward = st.toggle("Backward ops", key="backward", disabled=not calling,
                              help="The ops the gradient call ran.")
-    path_only = row[2].toggle("Path only", key="path_only", disabled=not calling,
+        path_only = st.toggle("Path only", key="path_only", disabled=not calling,
                               help="Hide ops the chosen gradient does not flow through.")
-    large = bool(st.session_state.get("large_text"))     # the page's Large text switch
-    plumbing = row[3].toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
+        plumbing = st.toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
                                                              "AssignVariableOp, …")
-    group = row[4].toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
-    expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
-              if group and layers else [])
+        group = st.toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
+        legend = st.toggle("Legend", key="legend", help="What each marker's shape and colour mean, over the chart.")
+        expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
+                  if group and layers else [])
+    large = bool(st.session_state.get("large_text"))     # the page's Large text switch
     try:
         G, pos = session.drawn(rec, state.run_id, tape=tape, group=group, expand=[*expand, *state.unfold],
                                gradient_path_only=bool(path_only and calling), call=call_index,
@@ -94,6 +126,13 @@ def show_graph(state, rec: Recording):
                 backward, large, current, picked)
     fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
                          current=current, large_text=large)
+    # The legend is off until asked for; the plot keeps its height, so labels stay placed.
+    # The figure is memoised: its drawn margin and height are kept in its meta, set once.
+    if not isinstance(fig.layout.meta, dict):
+        fig.layout.meta = {"margin_t": fig.layout.margin.t, "height": fig.layout.height}
+    drawn_top, drawn_height = fig.layout.meta["margin_t"], fig.layout.meta["height"]
+    top = drawn_top if legend else 10
+    fig.update_layout(showlegend=legend, margin_t=top, height=drawn_height - drawn_top + top)
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
@@ -162,3 +201,24 @@ def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
     if fig is not None:
         html_col.download_button("⬇ Graph", lambda: figures.to_html(fig), file_name="graph.html", mime="text/html",
                                  width="stretch", on_click="ignore", help="The graph as a standalone HTML page")
+
+
+def show_run(state, rec: Recording) -> None:
+    """The run as a whole, when it made more than one gradient call: loss and each variable's
+    gradient norm per step. A click on a step (or its number) opens that step's graph when
+    its ops were kept."""
+    if len(rec.steps) < 2:
+        return
+    st.subheader("The run, step by step")
+    memo = st.session_state.get("_run_figure")
+    if memo is None or memo[0] != state.run_id:      # 1,810 steps take a while to chart
+        memo = st.session_state["_run_figure"] = (state.run_id, run_figures.run_figure(rec))
+    fig = memo[1]
+    st.plotly_chart(fig, key="run_chart", on_select=state.open_clicked_step, selection_mode="points",
+                    config={"displaylogo": False})
+    steps = run_figures.site_steps(rec)
+    st.number_input(f"Open step n's graph (1 to {len(steps):,}; a step whose ops the bounds "
+                    "dropped has its summary only)", 1, max(1, len(steps)), None, key="run_step",
+                    on_change=state.open_typed_step, placeholder="a step number, or click the chart")
+    if state.step_problem:
+        st.caption(state.step_problem)

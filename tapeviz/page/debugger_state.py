@@ -8,9 +8,12 @@ Streamlit keeps each widget's value in the session under the widget's key, and a
 recording must reset some of them, so the widget keys the debugger writes are named here
 and written only through this object (`widgets`, st.session_state on the page):
   example                 the example picker (None once the editor holds other code)
+  legend                  the chart's legend, off until asked for (kept across runs)
   view, group, expand, path_only, fold, backward, plumbing    the graph's view switches
   pick                    the inspector's node picker (a chart click or a callout sets it)
   step:<view key>         the step slider of one view
+  eager                   "Run tf.functions eagerly", passed to the next run
+  run_chart, run_step     the run view's chart selection and step number
 Other pages put work here only through `hand_over`.
 """
 from __future__ import annotations
@@ -20,10 +23,10 @@ import uuid
 from typing import Callable, MutableMapping, Optional
 
 from .. import examples
-from ..draw import graph
+from ..draw import graph, run_figures
 from ..recording import Recording
 from . import editor, opened, share, view
-from .markdown import literal
+from .markdown import code, literal
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -81,6 +84,8 @@ class DebuggerState:
         self.unfold: list = []              # folded repeats unfolded by a button
         self.graph_seen: tuple = ()         # the chart selection already acted on
         self.pick_line: Optional[int] = None     # the picked node's line, marked in the editor
+        self.scroll = False                 # bring the graph into view once ("Show it")
+        self.step_problem: Optional[str] = None  # why a step of the run view cannot open
 
     # -- the program ---------------------------------------------------------------------
     def load_example(self) -> None:
@@ -89,6 +94,12 @@ class DebuggerState:
         if name:
             self.source = editor.example_code(name)
             self.pending = True
+
+    def example_shown(self) -> Optional[str]:
+        """The picked example, while the editor holds its code: its title and explanation
+        belong with that code only, not above a program typed over it."""
+        name = self.widgets.get(EXAMPLE)
+        return name if name and self.source == editor.example_code(name) else None
 
     def edited(self, text: Optional[str], submitted: bool) -> None:
         """The editor's event: new text, and Run (or Ctrl+Enter) pressed."""
@@ -211,6 +222,10 @@ class DebuggerState:
         self.source = rec.source
         self.opened_name = name
         self.adopt(rec, recorded)
+        # The last run's status (a link's shared run, its age) is no longer what is shown.
+        self.drawing = None
+        self.run_status = (f"Opened the recording {code(name)}: drawn from the file, not run here",
+                           "error" if rec.error is not None else "complete")
 
     def open_path(self, path: str) -> None:
         try:
@@ -239,7 +254,34 @@ class DebuggerState:
         self.widgets.update(view=view_key, path_only=False,
                             backward=backward or self.widgets.get("backward", False))
         self.focus = tensor_id
+        self.scroll = True
         self.widgets.pop(f"{STEP_PREFIX}{view_key}", None)
+
+    def open_step(self, n: int) -> None:
+        """The run view's step `n` (from 1, at the run's main gradient call): its graph,
+        when its ops were kept; else say why not."""
+        steps = run_figures.site_steps(self.rec)
+        if not 1 <= n <= len(steps):
+            self.step_problem = f"There is no step {n}."
+            return
+        call = steps[n - 1]["call"]
+        summary = next(s for s in self.rec.steps if s.call == call)
+        key = f"call:{summary.tape}:{summary.index}"
+        if key not in dict(view.view_choices(self.rec)):
+            self.step_problem = (f"Step {n:,}'s ops were dropped by the recording's bounds; "
+                                 "the chart above keeps its summary.")
+            return
+        self.step_problem = None
+        self.show_callout(key, None, False)
+
+    def open_clicked_step(self) -> None:
+        points = ((self.widgets.get("run_chart") or {}).get("selection") or {}).get("points") or []
+        if points and points[0].get("x") is not None:
+            self.open_step(int(points[0]["x"]))
+
+    def open_typed_step(self) -> None:
+        if self.widgets.get("run_step") is not None:
+            self.open_step(int(self.widgets["run_step"]))
 
     def expand_layer(self, key: str) -> None:
         self.widgets["expand"] = [*self.widgets.get("expand", []), key]

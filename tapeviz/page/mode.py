@@ -8,18 +8,25 @@ import streamlit as st
 from . import session
 
 
-def banner() -> None:
+def banner(compact: bool = False) -> None:
     """One caption line, and a popover listing the walls. Never raises: a hosted instance
-    that refuses to run unsandboxed says so here, in words, on both pages."""
+    that refuses to run unsandboxed says so here, in words, on both pages. `compact`: the
+    popover's label says the mode in a few words and holds the sentence (a projector's
+    header has room for one line)."""
     try:
         status = session.runner().status()
     except Exception as exc:  # noqa: BLE001 - e.g. SandboxUnavailable: the page says why
         st.error(f"**This instance does not run programs.** {exc}", icon=":material/block:")
         return
-    line, detail = st.columns([5, 1], vertical_alignment="center")
-    line.caption(visitor_line(status))
-    with detail.popover("Walls", icon=":material/security:", width="stretch",
+    if compact:
+        detail = st.container()
+    else:
+        line, detail = st.columns([5, 1], vertical_alignment="center")
+        line.caption(visitor_line(status))
+    with detail.popover(short_line(status) if compact else "Walls", icon=":material/security:", width="stretch",
                         help="How this instance runs programs: its mode and its walls"):
+        if compact:
+            st.caption(visitor_line(status))
         st.markdown(f"**Mode:** {status['mode']}" + ("" if status["mode"] == "hosted" else
                     " (set `TAPEVIZ_MODE=hosted` for an instance others use)"))
         for wall in status.get("walls", []):
@@ -38,3 +45,10 @@ def visitor_line(status: dict) -> str:
                 "no network, none of the server's files, bounded time and memory.")
     return (":material/warning: Hosted without a sandbox: each program runs in its own "
             "process with limits, but is not isolated from this machine.")
+
+
+def short_line(status: dict) -> str:
+    """The mode in three words, for a compact header."""
+    if status["mode"] != "hosted":
+        return "Local: not isolated"
+    return "Hosted: isolated" if status.get("isolated") else "Hosted: not isolated"

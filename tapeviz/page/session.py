@@ -4,6 +4,7 @@ drawn graphs. Imports Streamlit and runner.py, never TensorFlow (that lives in w
 from __future__ import annotations
 
 import atexit
+import hashlib
 import threading
 from typing import Callable, Optional
 
@@ -48,14 +49,15 @@ def link_runs() -> LinkRuns:
 
 def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,
         owner=None, pool: Optional[Runner] = None, session: Optional[str] = None,
-        client: Optional[str] = None) -> dict:
+        client: Optional[str] = None, eager: bool = False) -> dict:
     """Record a program in a worker; a recording dict even when the runner itself fails.
 
     A page's run thread (run_job.py) passes `pool` and `session` (the session id), fetched
     in the script thread. The run is owned by `owner` (default: the session), and when the
     session's tab closes the run, running or still queued, is cancelled within about
     WATCH_S, not left to its time limit. `client` (a browser's id, from a cookie) gives
-    the run its fair share among that browser's tabs (server/queues.py)."""
+    the run its fair share among that browser's tabs (server/queues.py). `eager`: run
+    tf.functions eagerly, so a traced train step is recorded op by op (`record --eager`)."""
     try:
         shared = pool or runner()
         session = session or session_id()
@@ -63,13 +65,26 @@ def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=N
         stop = _cancel_when_closed(shared, session, owner)
         try:
             return shared.record(source, "program.py", on_wait=on_wait, on_phase=on_phase,
-                                 owner=owner, client=client)
+                                 owner=owner, client=client, eager=eager)
         finally:
             stop.set()
     except Exception as exc:   # the page must stay up whatever the worker machinery does
         return error_recording(source, "RunnerError", f"{type(exc).__name__}: {exc}",
                                "The app could not start a worker. Try again; if it persists, "
                                "restart the app.")
+
+
+def client_id() -> Optional[str]:
+    """This browser's id, for its fair share of the workers (server/queues.py): all its tabs
+    share one. Streamlit cannot set a cookie of ours, but with XSRF protection on (the
+    app's config) it sets its own per-browser cookie; a digest of it stands for the browser
+    (the token itself never leaves here). Without it, the address and user agent do."""
+    try:
+        cookie = st.context.cookies.get("_streamlit_xsrf")
+        seen = cookie or "|".join(filter(None, (st.context.ip_address, st.context.headers.get("User-Agent"))))
+    except Exception:    # noqa: BLE001 - outside a script run there is no browser
+        return None
+    return hashlib.sha256(seen.encode()).hexdigest()[:16] if isinstance(seen, str) and seen else None
 
 
 def session_id() -> Optional[str]:

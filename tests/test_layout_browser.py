@@ -1,0 +1,53 @@
+"""Graph first on a projector: at 1280x720 and 1024x768 the seed's unwatched-x program
+opens with its lesson node's label (drawn by plotly), a callout and the first line of its
+code inside the window, with no clicks and no scrolling."""
+import pytest
+
+from browser_util import WAIT_MS, assert_no_exception, browser_page, screenshot_path, streamlit_server
+
+pytestmark = pytest.mark.slow
+
+UNWATCHED = """import tensorflow as tf
+x = tf.convert_to_tensor(10.)
+with tf.GradientTape() as tape:
+    y = x * x
+print(tape.gradient(y, x))
+"""
+
+# Where an element's box lies against the window, as the browser measured it.
+IN_VIEW = """el => { const r = el.getBoundingClientRect();
+    return r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, width, height):
+    from tapeviz.page import share
+    with browser_page() as page:
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{server}/?code={share.encode(UNWATCHED)}")
+        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        assert page.evaluate("window.scrollY") == 0
+        # the lesson node: x, whose gradient is None because the tape never watched it
+        label = page.locator(".js-plotly-plot .textpoint text", has_text="grad None")
+        assert label.count() >= 1
+        assert label.first.evaluate(IN_VIEW), label.first.bounding_box()
+        # and the note under it that says why, drawn over the chart
+        note = page.locator(".js-plotly-plot .annotation-text", has_text="gradient None").first
+        assert note.evaluate(IN_VIEW), note.bounding_box()
+        # the view's switches wait folded away until asked for
+        assert not page.get_by_text("Fold loops").is_visible()
+        first_line = page.frame_locator("iframe[title*='code_editor']").locator(".ace_line").first
+        assert "import tensorflow as tf" in first_line.inner_text()
+        box = first_line.bounding_box()      # inside the editor's iframe: the page's coordinates
+        assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, box
+        callout = page.locator("[data-testid='stAlert']", has_text="is None").first
+        assert callout.evaluate(IN_VIEW)
+        assert_no_exception(page)
+        page.screenshot(path=screenshot_path(f"debugger_unwatched_{width}x{height}.png"))
