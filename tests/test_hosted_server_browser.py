@@ -15,7 +15,8 @@ from test_data import zipped_zeros_npz
 from test_hosted_browser import _server_pid
 
 SANDBOXED, WHY_NOT = sandbox.probe()
-pytestmark = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
+pytestmark = [pytest.mark.slow,   # a hosted server, its sandboxed workers
+              pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")]
 ENV = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WARM": "1", "TAPEVIZ_WORKERS": "1",
        "TAPEVIZ_TIMEOUT_S": "60"}
 SERVER_MIB = 600

@@ -13,7 +13,8 @@ from tapeviz.server import protocol, runner, sandbox
 from hosted_util import works
 
 SANDBOXED, WHY_NOT = sandbox.probe()
-pytestmark = pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")
+pytestmark = [pytest.mark.slow,   # a hosted server, its sandboxed workers
+              pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")]
 HOSTED_ENV = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WORKERS": "1", "TAPEVIZ_WARM": "1",
               "TAPEVIZ_TIMEOUT_S": "20"}
 SERVER_MIB = 600           # what one hostile run may add to the server's peak memory
