@@ -6,6 +6,7 @@ works, else unsandboxed (TAPEVIZ_SANDBOX=none).
 
     python bench/bench_flood.py [SECONDS]
 """
+import argparse
 import resource
 import sys
 import time
@@ -56,4 +57,7 @@ def main(seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    main(float(sys.argv[1]) if len(sys.argv) > 1 else 10.0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("seconds", nargs="?", type=float, default=10.0,
+                        help="how long each flood runs (default 10)")
+    main(parser.parse_args().seconds)
