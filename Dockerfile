@@ -1,6 +1,7 @@
 # The hosted tapeviz instance: many users, untrusted code. See README "Hosting".
 # Hosted mode refuses to run programs without its sandbox, and bwrap needs namespaces that
-# Docker's default profiles forbid, so run it as: (NET_ADMIN: bwrap brings up the loopback of each worker's empty network)
+# Docker's default profiles forbid (NET_ADMIN: bwrap brings up the loopback of each worker's
+# empty network), so run it as:
 #   docker run -p 8501:8501 --memory 16g --cap-add SYS_ADMIN --cap-add NET_ADMIN \
 #       --security-opt seccomp=unconfined --security-opt apparmor=unconfined tapeviz
 # Each worker then installs tapeviz's own, stricter seccomp filter.
