@@ -138,6 +138,60 @@ def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
     assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
 
 
+def test_tensorflows_own_checkers_pass_recorded_through_the_worker(tmp_path):
+    plain = plain_run(tmp_path, "checked.py", CHECKED)
+    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
+    recorded = cli_record(tmp_path, "checked.py")
+    assert recorded.returncode == 0, recorded.stderr
+    assert recorded.stdout == plain.stdout
+    rec = json.loads((tmp_path / "run.json").read_text())
+    assert len(rec["tapes"]) == 21
+
+
+# A tensor a function passes to a library call and then deletes: reading the function's
+# f_locals to name tensors left a snapshot on its frame that kept the tensor alive (found by
+# TensorFlow's forwardprop tests, which weakref a tensor inside a ForwardAccumulator).
+DELETED_IN_A_FUNCTION = src("""
+    import weakref
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.eager import forwardprop
+
+
+    def under_an_accumulator():
+        x = tf.ones([100])
+        x_weak = weakref.ref(x)
+        with forwardprop.ForwardAccumulator(x, tf.zeros([100])) as acc:
+            y = 2.0 * x
+            jvp = acc.jvp(y)
+            del x
+            return x_weak() is None, float(tf.reduce_sum(jvp))
+
+
+    def passed_to_a_call():
+        x = tf.constant([1.0, 2.0, 3.0])
+        x_weak = weakref.ref(x)
+        np.testing.assert_allclose(tf.ones([3]) * x, [1.0, 2.0, 3.0])
+        del x
+        freed = x_weak() is None
+        names = sorted(locals())        # the program's own locals() is left as it is
+        return freed, names
+
+
+    print("accumulator:", under_an_accumulator())
+    print("call:", passed_to_a_call())
+""")
+
+
+def test_a_tensor_a_function_deletes_is_freed_recorded(tmp_path):
+    plain = plain_run(tmp_path, "deleted.py", DELETED_IN_A_FUNCTION)
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stdout + plain.stderr
+    rec, out = in_process(DELETED_IN_A_FUNCTION, str(tmp_path / "deleted.py"))
+    assert rec.error is None and out == plain.stdout
+    recorded = cli_record(tmp_path, "deleted.py")
+    assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr
+
+
 # -- the terminal shows what plain Python shows -------------------------------------------------
 
 def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
