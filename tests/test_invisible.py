@@ -282,3 +282,44 @@ def test_load_data_is_served_only_with_kerass_own_arrays(tmp_path, monkeypatch):
         assert rec.error is None
     else:
         assert (rec.error.type, rec.error.message) == plain_error
+
+
+# -- never lose a run to size --------------------------------------------------------------------
+
+# 20 tapes of 2,000 small ops each: the op bound keeps the newest 20,000 ops, and the gradient
+# flow of every tape (kept in full, also for tapes whose ops were dropped) took the recording
+# past the 64 MiB a message may be: the run ended in "WorkerError ... too large", no output.
+BIG = src("""
+    import tensorflow as tf
+    w = tf.Variable(tf.eye(8) + 0.05 * tf.random.stateless_normal([8, 8], seed=[1, 2]))
+    x = tf.random.stateless_normal([4, 8], seed=[3, 4])
+    for step in range(20):
+        with tf.GradientTape() as tape:
+            h = x
+            for i in range(1000):
+                h = tf.tanh(h @ w)
+            loss = tf.reduce_sum(h * h)
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+        print(step, f"{float(loss):.6f}")
+""")
+
+
+def test_a_recording_over_the_message_size_is_cut_oldest_first_not_lost(tmp_path):
+    from tapeviz.server import protocol
+    plain = plain_run(tmp_path, "big.py", BIG)
+    assert plain.returncode == 0, plain.stderr
+    recorded = cli_record(tmp_path, "big.py")
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    assert recorded.stdout == plain.stdout
+    raw = (tmp_path / "run.json").read_bytes()
+    assert len(raw) <= protocol.MAX_MESSAGE
+    rec = json.loads(raw)
+    assert rec["error"] is None and rec["stdout"] == plain.stdout
+    assert rec["dropped"]["flow entries"] > 0, "the byte bound was needed"
+    assert len(rec["tapes"]) == 20
+    # oldest first: the flows that went are those of the oldest tapes, the newest is whole
+    flows = [sum(len(c["flow"]) for c in t["gradients"]) for t in rec["tapes"]]
+    emptied = flows.count(0)
+    assert emptied and flows[:emptied] == [0] * emptied and all(flows[emptied:])
+    newest_ops = {op["id"] for op in rec["ops"]}
+    assert set(rec["tapes"][-1]["ops"]) <= newest_ops and rec["tapes"][-1]["ops"]
