@@ -323,3 +323,35 @@ def test_a_recording_over_the_message_size_is_cut_oldest_first_not_lost(tmp_path
     assert emptied and flows[:emptied] == [0] * emptied and all(flows[emptied:])
     newest_ops = {op["id"] for op in rec["ops"]}
     assert set(rec["tapes"][-1]["ops"]) <= newest_ops and rec["tapes"][-1]["ops"]
+
+
+LOOP = src("""
+    import tensorflow as tf
+    w = tf.Variable([[0.5, -0.25], [0.125, 1.0]])
+    x = tf.constant([[1.0, 2.0]])
+    for step in range(12):
+        with tf.GradientTape() as tape:
+            h = x
+            for i in range(25):
+                h = tf.tanh(h @ w)
+            loss = tf.reduce_sum(h * h)
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+    print(f"{float(loss):.6f}")
+""")
+
+
+def test_tapes_whose_ops_the_op_bound_dropped_keep_no_flow(tmp_path):
+    plain = plain_run(tmp_path, "loop.py", LOOP)
+    rec = recorder.record(LOOP, filename=str(tmp_path / "loop.py"), timeout=300, max_ops=300)
+    assert rec.error is None and rec.stdout == plain.stdout
+    assert len(rec.tapes) == 12 and rec.dropped["ops"] > 0
+    kept = {op.id for op in rec.ops}
+    flows = [sum(len(c.flow) for c in t.gradients) for t in rec.tapes]
+    for tape, flow in zip(rec.tapes, flows):
+        assert (flow > 0) == bool(tape.ops), "a flow is kept exactly for tapes with kept ops"
+        assert set(tape.ops) <= kept
+    assert flows[-1] > 0 and flows[0] == 0
+    # every step has the same graph: each emptied tape had the flow the newest has
+    assert rec.dropped["flow entries"] == flows[-1] * flows.count(0)
+    named = {f.tensor for t in rec.tapes for c in t.gradients for f in c.flow}
+    assert named <= {t.id for t in rec.tensors}

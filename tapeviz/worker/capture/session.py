@@ -35,6 +35,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.dropped_tapes = 0
         self.ops: deque = deque()
         self.dropped_ops = 0
+        self.dropped_flow = 0            # flow entries of tapes whose every op was dropped
         self.tensors: dict = {}          # recording id -> Tensor
         self.tid: dict = {}              # TF tensor id -> recording id
         self.tapes: list = []            # Tape records, in creation order
@@ -113,8 +114,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
                 "the program names GradientTape but tapeviz recorded no tape: a tape used "
                 "inside a tf.function is traced into a graph rather than run eagerly, and a "
                 "tape the program never enters with `with` is not followed")})
-        dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes))
-                   if v}
+        dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes),
+                                     ("flow entries", self.dropped_flow)) if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],
                          tapes=self.tapes, alerts=sorted(self.alerts, key=lambda a: a.op or 0),
