@@ -140,6 +140,60 @@ def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
     assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
 
 
+def test_tensorflows_own_checkers_pass_recorded_through_the_worker(tmp_path):
+    plain = plain_run(tmp_path, "checked.py", CHECKED)
+    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
+    recorded = cli_record(tmp_path, "checked.py")
+    assert recorded.returncode == 0, recorded.stderr
+    assert recorded.stdout == plain.stdout
+    rec = json.loads((tmp_path / "run.json").read_text())
+    assert len(rec["tapes"]) == 21
+
+
+# A tensor a function passes to a library call and then deletes: reading the function's
+# f_locals to name tensors left a snapshot on its frame that kept the tensor alive (found by
+# TensorFlow's forwardprop tests, which weakref a tensor inside a ForwardAccumulator).
+DELETED_IN_A_FUNCTION = src("""
+    import weakref
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.eager import forwardprop
+
+
+    def under_an_accumulator():
+        x = tf.ones([100])
+        x_weak = weakref.ref(x)
+        with forwardprop.ForwardAccumulator(x, tf.zeros([100])) as acc:
+            y = 2.0 * x
+            jvp = acc.jvp(y)
+            del x
+            return x_weak() is None, float(tf.reduce_sum(jvp))
+
+
+    def passed_to_a_call():
+        x = tf.constant([1.0, 2.0, 3.0])
+        x_weak = weakref.ref(x)
+        np.testing.assert_allclose(tf.ones([3]) * x, [1.0, 2.0, 3.0])
+        del x
+        freed = x_weak() is None
+        names = sorted(locals())        # the program's own locals() is left as it is
+        return freed, names
+
+
+    print("accumulator:", under_an_accumulator())
+    print("call:", passed_to_a_call())
+""")
+
+
+def test_a_tensor_a_function_deletes_is_freed_recorded(tmp_path):
+    plain = plain_run(tmp_path, "deleted.py", DELETED_IN_A_FUNCTION)
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stdout + plain.stderr
+    rec, out = in_process(DELETED_IN_A_FUNCTION, str(tmp_path / "deleted.py"))
+    assert rec.error is None and out == plain.stdout
+    recorded = cli_record(tmp_path, "deleted.py")
+    assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr
+
+
 # -- the terminal shows what plain Python shows -------------------------------------------------
 
 def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
@@ -230,3 +284,69 @@ def test_load_data_is_served_only_with_kerass_own_arrays(tmp_path, monkeypatch):
         assert rec.error is None
     else:
         assert (rec.error.type, rec.error.message) == plain_error
+
+
+# -- never lose a run to size --------------------------------------------------------------------
+
+def tape_loop(steps: int, layers: int, rows: int) -> str:
+    """A training loop of `steps` tapes, each `layers` MatMul+Tanh pairs on a rows x 8
+    tensor, printing its loss each step."""
+    return src(f"""
+        import tensorflow as tf
+        w = tf.Variable(tf.eye(8) + 0.05 * tf.random.stateless_normal([8, 8], seed=[1, 2]))
+        x = tf.random.stateless_normal([{rows}, 8], seed=[3, 4])
+        for step in range({steps}):
+            with tf.GradientTape() as tape:
+                h = x
+                for i in range({layers}):
+                    h = tf.tanh(h @ w)
+                loss = tf.reduce_sum(h * h)
+            w.assign_sub(0.01 * tape.gradient(loss, w))
+            print(step, f"{{float(loss):.6f}}")
+    """)
+
+
+# Tapes of 20,000 ops on 8x8 tensors (whose values are kept): the newest tape alone, its ops,
+# their tensors and its gradient flow, is past the 64 MiB a message may be. Such a run ended
+# in "WorkerError: the recording was too large to send back", with nothing recorded.
+BIG = tape_loop(steps=2, layers=10_000, rows=8)
+
+
+def test_a_recording_over_the_message_size_is_cut_oldest_first_not_lost(tmp_path):
+    from tapeviz.server import protocol
+    plain = plain_run(tmp_path, "big.py", BIG)
+    assert plain.returncode == 0, plain.stderr
+    recorded = cli_record(tmp_path, "big.py")
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    assert recorded.stdout == plain.stdout
+    raw = (tmp_path / "run.json").read_bytes()
+    assert len(raw) <= protocol.MAX_MESSAGE
+    rec = json.loads(raw)
+    assert rec["error"] is None and rec["stdout"] == plain.stdout
+    assert rec["dropped"]["tensors"] > 0, "the byte bound was needed (only it counts tensors)"
+    assert len(rec["tapes"]) == 2
+    # the newest ops stay, in one run up to the program's last op
+    ids = [op["id"] for op in rec["ops"]]
+    assert ids == list(range(ids[0], ids[0] + len(ids))) and len(ids) > 1000
+    assert rec["ops"][-1]["type"] == "AssignSubVariableOp", "the last step's update"
+    assert ids[-1] + 1 == len(ids) + rec["dropped"]["ops"], "every op before the kept ones went"
+
+
+LOOP = tape_loop(steps=12, layers=25, rows=1)
+
+
+def test_tapes_whose_ops_the_op_bound_dropped_keep_no_flow(tmp_path):
+    plain = plain_run(tmp_path, "loop.py", LOOP)
+    rec = recorder.record(LOOP, filename=str(tmp_path / "loop.py"), timeout=300, max_ops=300)
+    assert rec.error is None and rec.stdout == plain.stdout
+    assert len(rec.tapes) == 12 and rec.dropped["ops"] > 0
+    kept = {op.id for op in rec.ops}
+    flows = [sum(len(c.flow) for c in t.gradients) for t in rec.tapes]
+    for tape, flow in zip(rec.tapes, flows):
+        assert (flow > 0) == bool(tape.ops), "a flow is kept exactly for tapes with kept ops"
+        assert set(tape.ops) <= kept
+    assert flows[-1] > 0 and flows[0] == 0
+    # every step has the same graph: each emptied tape had the flow the newest has
+    assert rec.dropped["flow entries"] == flows[-1] * flows.count(0)
+    named = {f.tensor for t in rec.tapes for c in t.gradients for f in c.flow}
+    assert named <= {t.id for t in rec.tensors}

@@ -14,6 +14,13 @@ import sys
 import threading
 from typing import Optional
 
+from ..server import protocol
+from . import byte_bound
+
+# The recording's bytes when sent: the server's message cap less room for the message's
+# other fields (usage, secret) and JSON's escapes of stdout
+RECORDING_BYTES = protocol.MAX_MESSAGE - 2**20
+
 # rlimit names the job may set, and what they bound
 _LIMITS = {
     "cpu_s": resource.RLIMIT_CPU,
@@ -155,7 +162,10 @@ def main(argv=None) -> int:
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
             os._exit(0)
-        channel.send({"type": "recording", "recording": rec.to_dict(), "usage": usage()})
+        max_ops = job.get("max_ops", recorder.DEFAULT_MAX_OPS)
+        # cut to what the server accepts, oldest first, rather than lose the run to its size
+        fitted = byte_bound.fit(rec.to_dict(), RECORDING_BYTES, protocol.bounds(max_ops)["tensors"])
+        channel.send({"type": "recording", "recording": fitted, "usage": usage()})
     elif job["kind"] == "train":
         from . import training
         from .. import metrics

@@ -248,6 +248,16 @@ class OpsAndTapes:
         for op in self.ops:
             keep.update(op.inputs)
             keep.update(op.outputs)
+        first = self.ops[0].id if self.ops else self.next_op
+        for tape in self.tapes:
+            # A tape whose every op is dropped keeps no gradient flow either: in a long loop
+            # those flows, and the tensors they name, were most of what was kept
+            if tape.ops and tape.ops[-1] < first:
+                for call in tape.gradients:
+                    if call.flow:
+                        self.dropped_flow += len(call.flow)
+                        call.flow = []
+                        call.note = "its gradient flow was dropped with the tape's ops"
         for tape in self.tapes:
             keep.update(tape.watched)
             for call in tape.gradients:
@@ -255,7 +265,6 @@ class OpsAndTapes:
                 keep.update(call.sources)
                 keep.update(r.grad for r in call.results if r.grad is not None)
                 keep.update(f.tensor for f in call.flow)
-        first = self.ops[0].id if self.ops else self.next_op
         for tape in self.tapes:
             if tape.ops and tape.ops[0] < first:
                 tape.ops = [i for i in tape.ops if i >= first]

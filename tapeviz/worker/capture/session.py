@@ -36,6 +36,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.dropped_tapes = 0
         self.ops: deque = deque()
         self.dropped_ops = 0
+        self.dropped_flow = 0            # flow entries of tapes whose every op was dropped
         self.tensors: dict = {}          # recording id -> Tensor
         self.tid: dict = {}              # TF tensor id -> recording id
         self.tapes: list = []            # Tape records, in creation order
@@ -119,6 +120,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
                 "tape the program never enters with `with` is not followed")})
         steps, step_sources = self.steps.finish(self)
         dropped = {k: v for k, v in (("ops", self.dropped_ops), ("tapes", self.dropped_tapes),
+                                     ("flow entries", self.dropped_flow),
                                      ("steps", self.steps.dropped)) if v}
         return Recording(source=self.source, stdout=stdout, error=error, ops=list(self.ops),
                          tensors=[self.tensors[k] for k in sorted(self.tensors)],

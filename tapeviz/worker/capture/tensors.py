@@ -3,7 +3,9 @@ small values), and the user's Python names bound to tensors and variables.
 """
 from __future__ import annotations
 
+import inspect
 import math
+import sys
 import weakref
 from typing import Optional
 
@@ -17,6 +19,7 @@ from ...recording import (CONSTANT, INTERMEDIATE, VARIABLE, Alert, Tensor)
 
 SMALL_VALUE = 64                  # tensors up to this many elements keep their full value
 BIG = 16_384                      # tensors above this many elements: stats on the stats thread
+_CO_OPTIMIZED = inspect.CO_OPTIMIZED   # a function's frame: f_locals is a snapshot
 LAZY_BUDGET = 64 * 2**20          # bytes of tensors held until we know they are kept
 
 RESOURCE = tf.resource.as_datatype_enum
@@ -95,6 +98,18 @@ def _forget(table: dict, key: int):
     return forget
 
 
+def _forget_snapshot(frame, namespace: dict) -> None:
+    """Empty the locals snapshot that reading `frame.f_locals` left on a function's frame.
+
+    Python (before 3.13) keeps that dict on the frame until the next read refreshes it, so
+    a tensor the program then deletes (`del x`) would stay alive in it: weakrefs stay set,
+    TensorFlow's `assert_no_new_tensors` fails. Only a snapshot no one else holds is emptied
+    (the frame's reference, the caller's, ours, getrefcount's argument): one from
+    `locals()`, or a debugger's, stays as it would plainly. Each read refills it anew."""
+    if frame.f_code.co_flags & _CO_OPTIMIZED and sys.getrefcount(namespace) <= 4:
+        namespace.clear()
+
+
 class TensorsAndNames:
     """Session's part that owns `tensors`, `tid`, `handle_names`, `variable_names` and
     `trainable`: what each tensor is, and what the user called it."""
@@ -104,8 +119,14 @@ class TensorsAndNames:
     def scan_names(self, frame) -> None:
         if frame is None:
             return
-        self.scan_namespace(frame.f_globals if frame.f_code.co_name == "<module>"
-                            else frame.f_locals)
+        if frame.f_code.co_name == "<module>":
+            self.scan_namespace(frame.f_globals)
+            return
+        namespace = frame.f_locals
+        try:
+            self.scan_namespace(namespace)
+        finally:
+            _forget_snapshot(frame, namespace)
 
     def scan_namespace(self, namespace: dict) -> None:
         """Name the tensors and variables bound in `namespace` (first binding wins)."""
