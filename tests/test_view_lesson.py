@@ -82,7 +82,7 @@ def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
     first = view.revealed(G, order[0])
     assert {t(ids["w"]), t(ids["x"]), o(rec, ids["wx"]), t(ids["wx"])} <= first
     assert t(ids["z"]) not in first and view.revealed(G, order[-1]) == set(G)
-    assert view.step_words(G, order[1]) == markdown.literal("AddV2 (forward, line 4)")
+    assert view.step_words(G, order[1]) == markdown.literal("+ (forward, line 4)")
 
 
 def test_a_fold_offers_unfolding_in_the_inspector():
@@ -190,3 +190,45 @@ def test_one_sentence_says_what_the_picture_shows():
     assert said.startswith("`tape 1` recorded")
     assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
     assert view.sentence(rec, view.ALL_OPS).startswith("Every op")
+
+
+def nested_recording():
+    """NESTED as the recorder writes it: y = x * x * x on both tapes, the inner call's ops
+    (backward, recorded by the outer tape), then the outer call of dy_dx."""
+    from test_graph import Builder
+    from tapeviz.recording import BACKWARD, GradResult
+    b = Builder()
+    b.rec.source = NESTED
+    x = b.tensor("x", "variable", value=1.5)
+    xx = b.op("Mul", [b.read(x), b.read(x)], line=5, tapes=(0, 1))
+    y = b.op("Mul", [xx, b.read(x)], line=5, tapes=(0, 1), name="y")
+    dy = b.op("Mul", [xx, xx], phase=BACKWARD, tapes=(0,), line=6, name="dy_dx")
+    d2 = b.tensor(value=9.0)
+    inner = GradientCall(line=6, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])
+    outer = GradientCall(line=7, kind="gradient", target=[dy], sources=[x], results=[GradResult(x, d2)])
+    b.rec.tapes = [Tape(id=0, line=3, persistent=False, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops if 0 in op.tapes], gradients=[outer]),
+                   Tape(id=1, line=4, persistent=True, watch_accessed_variables=True, parent=0,
+                        ops=[op.id for op in b.rec.ops if 1 in op.tapes], gradients=[inner])]
+    return b.rec
+
+
+def test_the_nested_tapes_sentence_is_read_off_the_recording():
+    rec = nested_recording()
+    said = view.sentence(rec, "call:0:0")
+    assert said == ("The inner tape `inner_tape` recorded " + markdown.literal("y = x·x·x")
+                    + "; the outer tape `outer_tape` recorded the inner gradient's ops, so "
+                    + markdown.literal("d²y/dx² = 9 at x = 1.5") + ".")
+    # the inner call alone is no second derivative: the plain sentence
+    assert view.sentence(rec, "call:1:0").startswith("`inner_tape`, inside `outer_tape` recorded")
+
+
+def test_expressions_keep_their_brackets():
+    from test_graph import Builder
+    b = Builder()
+    a, c = b.tensor("a", "constant", value=1.0), b.tensor("c", "constant", value=2.0)
+    s = b.op("AddV2", [a, c])
+    d = b.op("Sub", [a, b.op("Sub", [c, a])])
+    assert view.expression(b.rec, b.op("Mul", [s, c], name="m")) == "(a + c)·c"
+    assert view.expression(b.rec, d) == "a - (c - a)"
+    assert view.expression(b.rec, b.op("Square", [s])) == "(a + c)²"

@@ -100,3 +100,40 @@ def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
     assert chosen.error is None and rec.tensor(chosen.results[0].grad).value == pytest.approx(float(printed.split("=")[1]))
     freed = [c for c in view.callouts(rec) if "freed its recording" in c.text]
     assert freed and freed[0].view == view.default_view(rec)
+
+
+@pytest.mark.slow
+def test_the_nested_tapes_sentence_carries_plain_tfs_second_derivative(tmp_path):
+    from tapeviz.page import editor
+    nested = editor.example_code("higher_order").replace("tf.Variable(1.0)", "tf.Variable(1.5)")
+    printed = dict(line.split(" = ") for line in plain(nested, tmp_path))
+    rec = recorded(nested, tmp_path)
+    said = view.sentence(rec, view.default_view(rec))
+    expect = f"d²y/dx² = {graph.number_text(float(printed['d2y_dx2']))} at x = 1.5"
+    assert "y = x·x·x" in said.replace("\\", "") and expect in said.replace("\\", ""), said
+
+
+PYTHON_OPS = textwrap.dedent("""
+    import tensorflow as tf
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    w = tf.Variable([[0.5], [-1.0]])
+    with tf.GradientTape() as tape:
+        h = x @ w
+        g = tf.matmul(x, w)
+        s = tf.square(h + g)
+        loss = tf.reduce_sum(s * 2.0 - 1.0) / 4.0
+    print(tape.gradient(loss, w).numpy().tolist())
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_ops_are_named_as_the_python_that_made_them(tmp_path):
+    plain(PYTHON_OPS, tmp_path)
+    rec = recorded(PYTHON_OPS, tmp_path)
+    G = graph.build(rec, tape=rec.tapes[0].id, call=0)
+    said = {(d["line"], d["label"]): d["hover"] for _, d in G.nodes(data=True) if d["kind"] == "op"}
+    # each op's label is what its line wrote; TensorFlow's op type is in its hover
+    for line, python, tf_type in [(5, "@", "MatMul"), (6, "tf.matmul", "MatMul"), (7, "+", "AddV2"),
+                                  (7, "tf.square", "Square"), (8, "*", "Mul"), (8, "-", "Sub"),
+                                  (8, "tf.reduce_sum", "Sum"), (8, "/", "RealDiv")]:
+        assert f"TensorFlow op: {tf_type}" in said[(line, python)], (line, python)

@@ -11,7 +11,7 @@ from typing import Optional
 
 import networkx as nx
 
-from ..draw import graph
+from ..draw import graph, op_words
 from ..recording import BACKWARD, Recording
 from .markdown import code, literal
 
@@ -417,9 +417,12 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
 def legend_text(rec: Recording, view_key: str) -> str:
     """The picture's legend in words (markdown)."""
     tape, call = parse_view(view_key)
-    shapes = ("Circles are tensors (orange: variables, grey: constants, blue: results), squares are ops, "
-              "arrows point from an op's inputs to its outputs; “×2” on an arrow means the tensor is used "
-              "twice. A big square “Mul ×3000, line 6” is one line's ops repeated by a loop (click it to unfold).")
+    shapes = ("Circles are tensors (orange: variables, red-orange: watched constants, grey: constants, "
+              "blue: results), squares are ops, named as the Python that made them (`*`, `tf.square`; "
+              "hover for TensorFlow's own name, such as Mul); arrows point from an op's inputs to its "
+              "outputs; “×2” on an arrow means the tensor is used twice. A big square “* ×3000, line 6” "
+              "is one line's ops repeated by a loop (click it to unfold). Hidden unless asked for: "
+              "*plumbing*, the bookkeeping TensorFlow does to create and assign variables.")
     if call is None:
         return "Each label shows the tensor's value. " + shapes
     chosen = graph.gradient_call(rec, tape, call)
@@ -427,7 +430,8 @@ def legend_text(rec: Recording, view_key: str) -> str:
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
             f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
-            "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
+            "(dark purple small, yellow large, log scale) and the rim's colour says what kind of node it is; "
+            "grey: no gradient reaches it; red: NaN or Inf. " + shapes)
 
 
 def no_tape_sentence(rec: Recording) -> str:
@@ -483,6 +487,8 @@ def sentence(rec: Recording, view_key: str) -> str:
     if call is None:
         return said + "."
     chosen = graph.gradient_call(rec, tape, call)
+    if (nested := _nested_sentence(rec, tp, chosen, names)) is not None:
+        return nested
     target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
     parts = []
     for r in chosen.results:
@@ -490,3 +496,85 @@ def sentence(rec: Recording, view_key: str) -> str:
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
     return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."
+
+
+# -- an expression as the recording saw it: y = x·x·x ------------------------------------------
+
+# op type: (how its two inputs join, precedence); a higher precedence binds tighter
+_INFIX = {"Mul": ("·", 2), "AddV2": (" + ", 1), "Add": (" + ", 1), "Sub": (" - ", 1),
+          "RealDiv": ("/", 2), "Div": ("/", 2), "Pow": ("^", 3), "MatMul": (" @ ", 2)}
+_EXPRESSION_OPS = 6        # past this many ops, an expression is no sentence's business
+
+
+def expression(rec: Recording, t: int) -> Optional[str]:
+    """The tensor's value as the ops that made it, in names and numbers: "x·x·x" for
+    y = x * x * x. None when it needs more than a few ops or an op with no short form."""
+    budget = [_EXPRESSION_OPS]
+    text, _ = _expr(rec, t, budget, root=True)
+    return text
+
+
+def _expr(rec: Recording, t: int, budget: list, root: bool = False):
+    info = rec.tensor(t)
+    if info is None:
+        return None, 9
+    op = rec.op(info.producer) if info.producer is not None else None
+    if op is not None and op.type == graph.READ_VARIABLE and op.inputs:
+        return _expr(rec, op.inputs[0], budget)
+    if info.name and not root:
+        return info.name, 9
+    if op is None:
+        return (graph.short_value(info) if graph.small(info) else info.name), 9
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None, 9
+    parts = [_expr(rec, i, budget) for i in op.inputs]
+    if any(text is None for text, _ in parts):
+        return None, 9
+    if op.type in _INFIX and len(parts) == 2:
+        joint, rank = _INFIX[op.type]
+        (a, ra), (b, rb) = parts
+        a = a if ra >= rank else f"({a})"
+        b = b if rb > rank or rb == rank and op.type in ("Mul", "AddV2", "Add") else f"({b})"
+        return a + joint + b, rank
+    if op.type == "Square" and len(parts) == 1:
+        return (parts[0][0] if parts[0][1] >= 3 else f"({parts[0][0]})") + "²", 3
+    if op.type == "Neg" and len(parts) == 1:
+        return "-" + (parts[0][0] if parts[0][1] >= 2 else f"({parts[0][0]})"), 2
+    name = op_words.python_name(op.type)
+    if name == op.type or not name.startswith("tf."):
+        return None, 9
+    return f"{name}({', '.join(text for text, _ in parts)})", 9
+
+
+def _nested_sentence(rec: Recording, tp, chosen, names: dict) -> Optional[str]:
+    """For an outer tape differentiating an inner tape's gradient: "the inner tape recorded
+    y = x·x·x; the outer tape recorded the inner gradient's ops, so d²y/dx² = 6 at x = 1"."""
+    if len(chosen.target) != 1 or len(chosen.results) != 1:
+        return None
+    for inner in rec.tapes:
+        if inner.parent != tp.id:
+            continue
+        for call in inner.gradients:
+            if len(call.target) != 1 or len(call.sources) != 1:
+                continue
+            if not any(r.grad == chosen.target[0] for r in call.results):
+                continue
+            y, x1 = call.target[0], call.sources[0]
+            x2 = chosen.results[0].source
+            body = expression(rec, y)
+            said_y = graph.tensor_name(rec, y)
+            made = f"{said_y} = {body}" if body else said_y
+            n1, n2 = graph.tensor_name(rec, x1), graph.tensor_name(rec, x2)
+            d = f"d²{said_y}/d{n1}²" if x1 == x2 else f"d²{said_y}/d{n1}d{n2}"
+            grad = chosen.results[0].grad
+            value = rec.tensor(grad) if grad is not None else None
+            result = (f"{d} = {graph.short_value(value)}" if value is not None
+                      else f"{d} is None" if grad is None else d)
+            at = [rec.tensor(x) for x in dict.fromkeys((x1, x2))]
+            where = ", ".join(f"{graph.tensor_name(rec, i.id)} = {graph.short_value(i)}"
+                              for i in at if i is not None and graph.small(i))
+            return (f"The inner tape {code(names[inner.id])} recorded {literal(made, 200)}; the outer tape "
+                    f"{code(names[tp.id])} recorded the inner gradient's ops, so "
+                    f"{literal(result + (' at ' + where if where else ''), 300)}.")
+    return None
