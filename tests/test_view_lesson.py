@@ -232,3 +232,39 @@ def test_expressions_keep_their_brackets():
     assert view.expression(b.rec, b.op("Mul", [s, c], name="m")) == "(a + c)·c"
     assert view.expression(b.rec, d) == "a - (c - a)"
     assert view.expression(b.rec, b.op("Square", [s])) == "(a + c)²"
+
+
+def two_files():
+    """main.py calls mylib/model.py's loss: the Mean op is the module's line 3, and main.py's
+    line 3 is something else entirely."""
+    from test_graph import Builder
+    b = Builder()
+    b.rec.program = "main.py"
+    b.rec.source = "import tensorflow as tf\nfrom mylib.model import loss\nw = tf.Variable([1.0, 2.0])\n"
+    b.rec.files = {"main.py": b.rec.source,
+                   "mylib/model.py": "import tensorflow as tf\ndef loss(w):\n    return tf.reduce_mean(w * w)\n"}
+    w = b.tensor("w", "variable", shape=(2,), value=[1.0, 2.0])
+    b.rec.tensor(w).line, b.rec.tensor(w).file = 3, "main.py"
+    sq = b.op("Mul", [b.read(w), b.read(w)], line=3, shape=(2,))
+    mean = b.op("Mean", [sq], line=3, name="l")
+    for op in b.rec.ops:
+        op.file = "mylib/model.py"
+    b.rec.tapes.append(Tape(id=1, line=4, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[op.id for op in b.rec.ops], file="main.py"))
+    return b.rec, mean
+
+
+def test_an_op_in_another_file_is_quoted_from_that_file():
+    rec, mean = two_files()
+    G = graph.build(rec, tape=1)
+    node = o(rec, mean)
+    assert G.nodes[node]["label"] == "tf.reduce_mean"     # read off the module's line, not main.py's
+    where, excerpt = view.excerpt_for(rec, G, node, context=0)
+    assert where == "line 3 of mylib/model.py"
+    assert "tf.reduce_mean" in excerpt and "tf.Variable" not in excerpt
+    assert view.step_words(G, node) == markdown.literal("tf.reduce_mean (forward, line 3 of mylib/model.py)")
+    assert dict(view.node_choices(G))[node].endswith("line 3 of mylib/model.py)")
+    assert view.details(rec, G, node).file == "mylib/model.py"
+    # the editor holds main.py: its line 3 is not the op's, so nothing is marked there
+    assert view.editor_line(rec, G, node) is None
+    assert view.editor_line(rec, G, t(rec.tensors[0].id)) == 3       # w is main.py's line 3

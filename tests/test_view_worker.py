@@ -137,3 +137,29 @@ def test_ops_are_named_as_the_python_that_made_them(tmp_path):
                                   (7, "tf.square", "Square"), (8, "*", "Mul"), (8, "-", "Sub"),
                                   (8, "tf.reduce_sum", "Sum"), (8, "/", "RealDiv")]:
         assert f"TensorFlow op: {tf_type}" in said[(line, python)], (line, python)
+
+
+@pytest.mark.slow
+def test_a_projects_ops_are_quoted_from_their_own_files(tmp_path):
+    from user_project import line_of, plain_run, printed_gradients, write_project
+    folder = write_project(tmp_path)
+    printed = printed_gradients(plain_run(folder, "--steps", "1"))
+    pool = runner.Runner(runner.Config(warm=0))
+    try:
+        rec = Recording.from_dict(pool.record((folder / "main.py").read_text(), filename=str(folder / "main.py"),
+                                              timeout=300, program={"argv": ["main.py", "--steps", "1"],
+                                                                    "cwd": str(folder), "path": str(folder)}))
+    finally:
+        pool.close()
+    assert rec.error is None, rec.error
+    tape = rec.tapes[0]
+    assert [rec.tensor(r.grad).value for r in tape.gradients[0].results] == printed[0]
+    G = graph.build(rec, tape=tape.id, call=0)
+    mean = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "Mean")
+    line = line_of(folder, "trainer/losses.py", "tf.reduce_mean")
+    assert G.nodes[mean]["label"] == "tf.reduce_mean"
+    where, excerpt = view.excerpt_for(rec, G, mean, context=0)
+    assert where == f"line {line} of trainer/losses.py"
+    assert "return tf.reduce_mean(tf.square(err))" in excerpt
+    assert view.editor_line(rec, G, mean) is None      # main.py's line of that number is not it
+    assert f"line {line} of trainer/losses.py" in dict(view.node_choices(G))[mean]

@@ -51,7 +51,12 @@ LABEL_LINE = 18           # "name = value" longer than this takes two label line
 
 def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
     """"line 6", or "line 6 of trainer/losses.py" when it is another file than the program's."""
-    if file and rec.program and file != rec.program:
+    return place_words(rec.program, file, line)
+
+
+def place_words(program: Optional[str], file: Optional[str], line: Optional[int]) -> str:
+    """line_words for a drawn graph, whose G.graph["program"] is the recording's program."""
+    if file and program and file != program:
         return f"line {line} of {file}"
     return f"line {line}"
 
@@ -176,6 +181,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}
     said = _Speller(rec)
+    G.graph["program"] = rec.program     # nodes' lines are said with their file when it is another
     for drawn, op in enumerate(ops):
         if len(G) + len(op.inputs) + len(op.outputs) + 1 > MAX_NODES:
             G.graph["cut"] = (f"Only the first {drawn:,} of these {len(ops):,} ops are drawn: the "

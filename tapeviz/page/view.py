@@ -12,6 +12,7 @@ from typing import Optional
 import networkx as nx
 
 from ..draw import graph, op_words
+from . import opened
 from ..recording import BACKWARD, Recording
 from .markdown import code, literal
 
@@ -54,7 +55,7 @@ def node_choices(G: nx.DiGraph, limit: int = 2000, keep: Optional[str] = None) -
     for node, data in sorted(G.nodes(data=True), key=key):
         label = data.get("label") or node
         kind = "layer" if data.get("kind") == graph.GROUP else data.get("kind", "")
-        where = f", line {data['line']}" if data.get("line") is not None else ""
+        where = f", {node_place(G, node)}" if data.get("line") is not None else ""
         if len(out) < limit or node == keep:
             out.append((node, f"{label}  ({kind} {node}{where})"))
     return out
@@ -92,6 +93,7 @@ class Details:
     consumers: list = field(default_factory=list)
     group: Optional[str] = None                      # layer key, for an "expand" button
     unfold: Optional[str] = None                     # a fold of repeats, for an "unfold" button
+    file: Optional[str] = None                       # the user's file of `line`
 
 
 def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = None) -> Details:
@@ -106,6 +108,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
         d.title, d.kind, d.group, d.unfold = data["label"].splitlines()[0], f"{data.get('phase')} ops repeated", None, node
     else:
         d = _group_details(rec, data)
+    d.file = data.get("file") if data.get("file") is not None else opened.file_of(rec, data)
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
@@ -188,7 +191,7 @@ def alert_text(rec: Recording, alert) -> str:
     info = rec.tensor(alert.tensor)
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
-    where = f" at line {alert.line}" if alert.line is not None else ""
+    where = f" at {graph.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
     maker = literal(op.function or op.type, 200) if op is not None else ""
     made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
@@ -366,6 +369,7 @@ class Callout:
     tensor: Optional[int]     # the tensor to mark and bring into view
     line: Optional[int]
     backward: bool = False    # it is among the backward ops: the view must draw them
+    file: Optional[str] = None    # the user's file of `line`, when not the program
 
 
 def callouts(rec: Recording) -> list:
@@ -377,11 +381,12 @@ def callouts(rec: Recording) -> list:
                 if r.grad is None:
                     target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
                     source = code(graph.tensor_name(rec, r.source))
-                    where = f" (line {call.line}, {code(names[tp.id])})" if call.line is not None else ""
+                    where = (f" ({graph.line_words(rec, call.file, call.line)}, {code(names[tp.id])})"
+                             if call.line is not None else "")
                     reason = literal(r.none_reason or "no reason recorded", 2_000)
                     out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
                                        f"{where}: {reason}",
-                                       _call_view(tp, i), r.source, call.line))
+                                       _call_view(tp, i), r.source, call.line, file=call.file))
     for tp in rec.tapes:
         for i, call in enumerate(tp.gradients):
             if call.error is not None:
@@ -395,7 +400,7 @@ def callouts(rec: Recording) -> list:
         if backward:   # the gradient call that ran it: same line, same index on its tape
             view = next((f"call:{tp.id}:{op.call}" for tp in rec.tapes
                          if op.call < len(tp.gradients) and tp.gradients[op.call].line == op.line), ALL_OPS)
-        out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward))
+        out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward, file=alert.file))
     return out
 
 
@@ -410,8 +415,9 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
         before = tp.gradients[worked[-1]]
         text += (f". The tape freed its recording after the call at "
                  f"{graph.line_words(rec, before.file, before.line)}, drawn here.")
-        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line)
-    return Callout(text, f"call:{tp.id}:{index}", None, call.line)
+        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line,
+                       file=before.file)
+    return Callout(text, f"call:{tp.id}:{index}", None, call.line, file=call.file)
 
 
 def legend_text(rec: Recording, view_key: str) -> str:
@@ -469,8 +475,41 @@ def drawn_words(ops: int, tensors: int) -> str:
 def step_words(G: nx.DiGraph, node: str) -> str:
     """The op node a step reached, in markdown."""
     d = G.nodes[node]
-    where = f", line {d['line']}" if d.get("line") is not None else ""
+    where = f", {node_place(G, node)}" if d.get("line") is not None else ""
     return literal(f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})", 300)
+
+
+def node_place(G: nx.DiGraph, node: str) -> str:
+    """"line 15", or "line 15 of mylib/model.py" for a node whose line is in another file."""
+    d = G.nodes[node]
+    return graph.place_words(G.graph.get("program"), d.get("file"), d.get("line"))
+
+
+def in_program(rec: Recording, file: Optional[str]) -> bool:
+    """Whether a line of `file` is a line of the program the editor holds (not a module of it)."""
+    return not file or not rec.program or file == rec.program
+
+
+def excerpt_for(rec: Recording, G: nx.DiGraph, node: str, context: int = 3) -> tuple:
+    """(where, html) for a node's line: "line 15 of mylib/model.py" and that file's lines
+    around it, the line highlighted, so an op in a module is quoted from the module, not
+    from the program's line of the same number. ("", "") when the node has no line."""
+    d = G.nodes[node]
+    if d.get("line") is None:
+        return "", ""
+    file = d.get("file") if d.get("file") is not None else opened.file_of(rec, d)
+    return (opened.where(rec, file, d["line"]),
+            code_html(opened.source_of(rec, file), d["line"], context=context))
+
+
+def editor_line(rec: Recording, G: nx.DiGraph, node: Optional[str]) -> Optional[int]:
+    """The editor's line to mark for a node: its line when it is in the program, else None
+    (a module's line 15 is not the program's line 15)."""
+    if node is None or node not in G:
+        return None
+    d = G.nodes[node]
+    file = d.get("file") if d.get("file") is not None else opened.file_of(rec, d)
+    return d.get("line") if in_program(rec, file) else None
 
 
 def sentence(rec: Recording, view_key: str) -> str:
