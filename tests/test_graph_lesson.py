@@ -152,3 +152,26 @@ def test_a_converted_python_input_says_its_value_not_its_shape():
     b.op("MatMul", [b.read(w), lit], name="y", line=3)
     G = graph.build(b.rec)
     assert G.nodes[t(lit)]["label"] == "[[2]]"
+
+
+def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
+    """Eight training steps through two layers: each step's batch and each step's activations
+    would stack into columns of eight; folded, the newest of each says ×8."""
+    from test_graph import Builder
+    b = Builder()
+    w = b.tensor("w", "variable", shape=(2, 1))
+    steps = 8
+    for i in range(steps):
+        images = b.tensor("images", "constant", shape=(4, 2))
+        b.rec.tensor(images).line = 5
+        h = b.op("MatMul", [images, b.read(w, scope="seq/dense")], scope="seq/dense", line=6, shape=(4, 1))
+        b.op("Mean", [h], scope="loss/mean", line=7, name="loss")
+    G = graph.build(b.rec, group=True)
+    tensors = {n: d for n, d in G.nodes(data=True) if d["kind"] == "tensor"}
+    stacked = {d["label"].splitlines()[0] for d in tensors.values() if d.get("stacked")}
+    assert stacked == {"images ×8 = 4×2", "4×1 ×8", f"loss ×{steps}"}
+    newest = max(t for t in (d["ref"] for d in tensors.values()) if b.rec.tensor(t).name == "images")
+    assert newest == max(x.id for x in b.rec.tensors if x.name == "images")
+    assert len(tensors) == 4        # w, and one of each step's images, activations and losses
+    unfolded = graph.build(b.rec, group=True, fold=False)
+    assert sum(d["kind"] == "tensor" for _, d in unfolded.nodes(data=True)) == 1 + 3 * steps

@@ -158,7 +158,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         for t in op.inputs:
             consumers.setdefault(alias(t), set()).add(node_of[op.id])
 
-    def shown(t: int) -> bool:
+    def shows(t: int) -> bool:
         if on_path is not None and t not in on_path:
             return False
         if t in roles or t in watched:
@@ -177,6 +177,13 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         if home is None and info is not None and info.kind == CONSTANT and not info.name and len(used_by) == 1:
             home = next(iter(used_by))
         return not (home and collapsed(home) and used_by <= {home})
+
+    # A loop's steps make the same tensor again and again ("logits" of every batch, between
+    # the same two layers): FOLD_AT or more draw as the newest one, "×N".
+    stacked = _stacks(rec, ops, alias, shows, producer, consumers, set(roles) | watched) if fold else {}
+
+    def shown(t: int) -> bool:
+        return shows(t) and stacked.get(t, t) == t
 
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}
@@ -219,6 +226,11 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     for t, role in roles.items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["role"] = role
+    for t, n in Counter(stacked.values()).items():
+        if tensor_node(t) in G:
+            G.nodes[tensor_node(t)]["stacked"] = n
+            G.nodes[tensor_node(t)]["hover"] += (f"\nthe newest of {n} such tensors, one per time round "
+                                                 f"the loop (fold off to see each)")
     if chosen is not None:
         for node, reason in _none_reasons(chosen, alias).items():
             if node in G:
@@ -229,6 +241,30 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     _value_labels(G, rec, chosen, alias)
     _bound_text(G)
     return G
+
+
+def _stacks(rec: Recording, ops: list, alias, shows, producer: dict, consumers: dict, keep: set) -> dict:
+    """{tensor: the tensor drawn for it}, for tensors made FOLD_AT times or more by one node and
+    used by the same nodes, with one name and shape (a loop's per-step results): the newest
+    stands for them all. A source, target or watched tensor is never folded."""
+    groups: dict = {}
+    seen = set()
+    for op in ops:
+        for t in map(alias, [*op.inputs, *op.outputs]):
+            if t in seen or t in keep:
+                continue
+            seen.add(t)
+            info = rec.tensor(t)
+            if info is None or info.kind == VARIABLE or not shows(t):
+                continue
+            key = (producer.get(t), frozenset(consumers.get(t, ())), info.name, tuple(info.shape), info.line)
+            groups.setdefault(key, []).append(t)
+    out = {}
+    for members in groups.values():
+        if len(members) >= FOLD_AT:
+            newest = max(members)
+            out.update((t, newest) for t in members)
+    return out
 
 
 def _bound_text(G: nx.DiGraph) -> None:
@@ -528,6 +564,9 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
                     lines.append("size of grad " + number_text(norms[t]))
+            if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
+                cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
+                lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
