@@ -268,3 +268,19 @@ def test_an_op_in_another_file_is_quoted_from_that_file():
     # the editor holds main.py: its line 3 is not the op's, so nothing is marked there
     assert view.editor_line(rec, G, node) is None
     assert view.editor_line(rec, G, t(rec.tensors[0].id)) == 3       # w is main.py's line 3
+
+
+def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
+    from test_graph import Builder
+    b = Builder()
+    b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(3):\n    with tf.GradientTape() as tape:\n        loss = w * w\n    g = tape.gradient(loss, w)\n"
+    w = b.tensor("w", "variable", value=2.0)
+    for step in range(3):
+        loss = b.op("Mul", [b.read(w), b.read(w)], line=5, tapes=(step,), name="loss")
+        calls = [GradientCall(line=6, kind="gradient", target=[loss], sources=[w])] if step < 2 else []
+        b.rec.tapes.append(Tape(id=step, line=4, persistent=False, watch_accessed_variables=True, parent=None,
+                                ops=[op.id for op in b.rec.ops if step in op.tapes], gradients=calls))
+    # the third step was cut (a time limit) before its gradient call: the second is the lesson
+    assert view.default_view(b.rec) == "call:1:0"
+    said = view.sentence(b.rec, "call:1:0")
+    assert said.startswith("One step of a loop whose `with` ran ×3 steps: step 2 is drawn; in it `tape`")

@@ -163,3 +163,29 @@ def test_a_projects_ops_are_quoted_from_their_own_files(tmp_path):
     assert "return tf.reduce_mean(tf.square(err))" in excerpt
     assert view.editor_line(rec, G, mean) is None      # main.py's line of that number is not it
     assert f"line {line} of trainer/losses.py" in dict(view.node_choices(G))[mean]
+
+
+KERAS_LOOP = textwrap.dedent("""
+    import numpy as np
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(0)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(3)])
+    x = tf.constant(np.linspace(-1.0, 1.0, 8).reshape(2, 4), dtype=tf.float32)
+    for step in range(8):
+        with tf.GradientTape() as tape:
+            logits = model(x * (step + 1))
+            loss = tf.reduce_mean(logits ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        print(float(tf.norm(logits)))
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
+    norms = [float(x) for x in plain(KERAS_LOOP, tmp_path)]
+    rec = recorded(KERAS_LOOP, tmp_path)
+    assert rec.error is None, rec.error
+    G = graph.build(rec, group=True)
+    (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
+    assert logits["stacked"] == 8 and logits["label"].startswith("logits ×8")
+    assert logits["label"].endswith("size " + graph.number_text(norms[-1])), "the newest step's logits"

@@ -239,8 +239,24 @@ def _openable(rec: Recording) -> list:
     """The tapes a view may open on, in program order: those that kept their ops (else all),
     and of the tapes one `with` line opened (a loop's steps) only the newest."""
     live = [tp for tp in rec.tapes if kept(rec, tp)] or list(rec.tapes)
-    newest = {(tp.file, tp.line): tp.id for tp in live}
+    newest, answered = {}, set()
+    for tp in live:   # a step the time limit cut before its gradient call is no lesson: the one before
+        key = (tp.file, tp.line)
+        ran = any(c.error is None for c in tp.gradients)
+        if ran or key not in answered:
+            newest[key] = tp.id
+        if ran:
+            answered.add(key)
     return [tp for tp in live if newest[(tp.file, tp.line)] == tp.id]
+
+
+def loop_words(rec: Recording, tp) -> str:
+    """"one step of a loop whose `with` ran ×400 steps: step 400 is drawn", for a tape whose
+    `with` line opened several; "" for a tape opened once."""
+    same = [t.id for t in rec.tapes if t.line == tp.line and t.file == tp.file]
+    if len(same) < 2:
+        return ""
+    return f"one step of a loop whose `with` ran ×{len(same):,} steps: step {same.index(tp.id) + 1:,} is drawn"
 
 
 def default_tape(rec: Recording) -> Optional[int]:
@@ -523,6 +539,8 @@ def sentence(rec: Recording, view_key: str) -> str:
     n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
     said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if loop := loop_words(rec, tp):
+        said = f"{loop[0].upper()}{loop[1:]}; in it {said}"
     if call is None:
         return said + "."
     chosen = graph.gradient_call(rec, tape, call)
