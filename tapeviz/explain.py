@@ -446,8 +446,8 @@ def no_graph_note(error_type: Optional[str], tensors: int) -> str:
         return "Nothing was recorded, so there is no graph: see the message above."
     if error_type is not None:
         return "The program stopped before any TensorFlow op ran, so there is no graph."
-    if tensors:
-        return ("The program only made tensors (a tf.constant or tf.Variable by itself runs "
-                "no op), so there is no graph yet: an op such as `x * 2`, `tf.matmul` or "
-                "`tape.gradient` draws one.")
-    return "This program ran no TensorFlow op, so there is no graph to draw."
+    # A tf.constant is made without an op (and the recorder keeps no tensor no op used), so
+    # a program of constants and prints lands here: say what it did, not that it did nothing.
+    return ("Making tensors with `tf.constant` or `tf.Variable`, and printing them, is all "
+            "this program did: that runs no op, so there is no graph yet. An op such as "
+            "`x * 2`, `tf.matmul` or `tape.gradient` draws one.")

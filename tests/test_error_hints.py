@@ -87,3 +87,9 @@ def test_input_in_a_forked_worker_does_not_wait_for_the_time_limit():
 def test_other_eof_errors_get_no_input_hint():
     rec = recorder.record("import io, pickle\npickle.load(io.BytesIO(b''))\n")
     assert rec.error.type == "EOFError" and rec.error.hint is None
+
+
+def test_a_program_of_constants_is_told_what_it_did():
+    said = explain.no_graph_note(None, 0)
+    assert "tf.constant" in said and "no op" in said and "ran no TensorFlow op" not in said
+    assert "stopped" in explain.no_graph_note("ValueError", 0)

@@ -140,7 +140,8 @@ def test_categories_labels_and_order():
     assert cat[o(rec, ids["wx"])] == "forward_op"
     assert cat[o(rec, ids["dw"])] == "backward_op"
     assert G.nodes[t(ids["w"])]["label"] == "w = 2"      # name and value
-    assert G.nodes[o(rec, ids["z"])]["label"] == "AddV2"
+    assert G.nodes[o(rec, ids["z"])]["label"] == "+"       # the Python that made it
+    assert "TensorFlow op: AddV2" in G.nodes[o(rec, ids["z"])]["hover"]
     assert G.nodes[t(ids["z"])]["line"] == 4
     assert G.nodes[o(rec, ids["wx"])]["order"] < G.nodes[o(rec, ids["z"])]["order"]
     assert G.nodes[t(ids["z"])]["order"] == G.nodes[o(rec, ids["z"])]["order"]

@@ -33,7 +33,7 @@ def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
     folds = {n: d for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT}
     assert sorted(d["op_type"] for d in folds.values()) == ["AddV2", "Mul"]
     assert all(len(d["members"]) == 3000 for d in folds.values())
-    assert "Mul ×3000, line 6" in {d["label"].splitlines()[0] for d in folds.values()}
+    assert "* ×3000, line 6" in {d["label"].splitlines()[0] for d in folds.values()}
     # the loop's partial sums are folded away; x, the final y and the folds remain
     assert G.number_of_nodes() == 4
     add = next(n for n, d in folds.items() if d["op_type"] == "AddV2")
@@ -49,7 +49,7 @@ def test_unfolding_a_fold_shows_every_op():
     folded = graph.build(rec, tape=1)
     mul = next(n for n, d in folded.nodes(data=True) if d.get("op_type") == "Mul")
     G = graph.build(rec, tape=1, expand=[mul])
-    assert sum(d.get("label") == "Mul" for _, d in G.nodes(data=True)) == 10
+    assert sum(d.get("label") == "*" for _, d in G.nodes(data=True)) == 10
     assert graph.build(rec, tape=1, fold=False).number_of_nodes() > 3 * 10
 
 
@@ -95,7 +95,7 @@ def test_variable_plumbing_is_hidden_unless_asked_for():
     a = b.tensor("a", "constant", value=2.0)
     c = b.op("AddV2", [a, a], tapes=(), name="c")
     G = graph.build(b.rec)
-    assert {d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"} == {"AddV2"}
+    assert {d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"} == {"+"}
     shown = graph.build(b.rec, plumbing=True)
     assert {"VarHandleOp", "AssignVariableOp"} <= {d["label"] for _, d in shown.nodes(data=True)}
     assert G.nodes[t(c)]["label"] == "c"
@@ -152,3 +152,26 @@ def test_a_converted_python_input_says_its_value_not_its_shape():
     b.op("MatMul", [b.read(w), lit], name="y", line=3)
     G = graph.build(b.rec)
     assert G.nodes[t(lit)]["label"] == "[[2]]"
+
+
+def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
+    """Eight training steps through two layers: each step's batch and each step's activations
+    would stack into columns of eight; folded, the newest of each says ×8."""
+    from test_graph import Builder
+    b = Builder()
+    w = b.tensor("w", "variable", shape=(2, 1))
+    steps = 8
+    for i in range(steps):
+        images = b.tensor("images", "constant", shape=(4, 2))
+        b.rec.tensor(images).line = 5
+        h = b.op("MatMul", [images, b.read(w, scope="seq/dense")], scope="seq/dense", line=6, shape=(4, 1))
+        b.op("Mean", [h], scope="loss/mean", line=7, name="loss")
+    G = graph.build(b.rec, group=True)
+    tensors = {n: d for n, d in G.nodes(data=True) if d["kind"] == "tensor"}
+    stacked = {d["label"].splitlines()[0] for d in tensors.values() if d.get("stacked")}
+    assert stacked == {"images ×8 = 4×2", "4×1 ×8", f"loss ×{steps}"}
+    newest = max(t for t in (d["ref"] for d in tensors.values()) if b.rec.tensor(t).name == "images")
+    assert newest == max(x.id for x in b.rec.tensors if x.name == "images")
+    assert len(tensors) == 4        # w, and one of each step's images, activations and losses
+    unfolded = graph.build(b.rec, group=True, fold=False)
+    assert sum(d["kind"] == "tensor" for _, d in unfolded.nodes(data=True)) == 1 + 3 * steps

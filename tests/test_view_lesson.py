@@ -82,7 +82,7 @@ def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
     first = view.revealed(G, order[0])
     assert {t(ids["w"]), t(ids["x"]), o(rec, ids["wx"]), t(ids["wx"])} <= first
     assert t(ids["z"]) not in first and view.revealed(G, order[-1]) == set(G)
-    assert view.step_words(G, order[1]) == markdown.literal("AddV2 (forward, line 4)")
+    assert view.step_words(G, order[1]) == markdown.literal("+ (forward, line 4)")
 
 
 def test_a_fold_offers_unfolding_in_the_inspector():
@@ -190,3 +190,97 @@ def test_one_sentence_says_what_the_picture_shows():
     assert said.startswith("`tape 1` recorded")
     assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
     assert view.sentence(rec, view.ALL_OPS).startswith("Every op")
+
+
+def nested_recording():
+    """NESTED as the recorder writes it: y = x * x * x on both tapes, the inner call's ops
+    (backward, recorded by the outer tape), then the outer call of dy_dx."""
+    from test_graph import Builder
+    from tapeviz.recording import BACKWARD, GradResult
+    b = Builder()
+    b.rec.source = NESTED
+    x = b.tensor("x", "variable", value=1.5)
+    xx = b.op("Mul", [b.read(x), b.read(x)], line=5, tapes=(0, 1))
+    y = b.op("Mul", [xx, b.read(x)], line=5, tapes=(0, 1), name="y")
+    dy = b.op("Mul", [xx, xx], phase=BACKWARD, tapes=(0,), line=6, name="dy_dx")
+    d2 = b.tensor(value=9.0)
+    inner = GradientCall(line=6, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])
+    outer = GradientCall(line=7, kind="gradient", target=[dy], sources=[x], results=[GradResult(x, d2)])
+    b.rec.tapes = [Tape(id=0, line=3, persistent=False, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops if 0 in op.tapes], gradients=[outer]),
+                   Tape(id=1, line=4, persistent=True, watch_accessed_variables=True, parent=0,
+                        ops=[op.id for op in b.rec.ops if 1 in op.tapes], gradients=[inner])]
+    return b.rec
+
+
+def test_the_nested_tapes_sentence_is_read_off_the_recording():
+    rec = nested_recording()
+    said = view.sentence(rec, "call:0:0")
+    assert said == ("The inner tape `inner_tape` recorded " + markdown.literal("y = x·x·x")
+                    + "; the outer tape `outer_tape` recorded the inner gradient's ops, so "
+                    + markdown.literal("d²y/dx² = 9 at x = 1.5") + ".")
+    # the inner call alone is no second derivative: the plain sentence
+    assert view.sentence(rec, "call:1:0").startswith("`inner_tape`, inside `outer_tape` recorded")
+
+
+def test_expressions_keep_their_brackets():
+    from test_graph import Builder
+    b = Builder()
+    a, c = b.tensor("a", "constant", value=1.0), b.tensor("c", "constant", value=2.0)
+    s = b.op("AddV2", [a, c])
+    d = b.op("Sub", [a, b.op("Sub", [c, a])])
+    assert view.expression(b.rec, b.op("Mul", [s, c], name="m")) == "(a + c)·c"
+    assert view.expression(b.rec, d) == "a - (c - a)"
+    assert view.expression(b.rec, b.op("Square", [s])) == "(a + c)²"
+
+
+def two_files():
+    """main.py calls mylib/model.py's loss: the Mean op is the module's line 3, and main.py's
+    line 3 is something else entirely."""
+    from test_graph import Builder
+    b = Builder()
+    b.rec.program = "main.py"
+    b.rec.source = "import tensorflow as tf\nfrom mylib.model import loss\nw = tf.Variable([1.0, 2.0])\n"
+    b.rec.files = {"main.py": b.rec.source,
+                   "mylib/model.py": "import tensorflow as tf\ndef loss(w):\n    return tf.reduce_mean(w * w)\n"}
+    w = b.tensor("w", "variable", shape=(2,), value=[1.0, 2.0])
+    b.rec.tensor(w).line, b.rec.tensor(w).file = 3, "main.py"
+    sq = b.op("Mul", [b.read(w), b.read(w)], line=3, shape=(2,))
+    mean = b.op("Mean", [sq], line=3, name="l")
+    for op in b.rec.ops:
+        op.file = "mylib/model.py"
+    b.rec.tapes.append(Tape(id=1, line=4, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[op.id for op in b.rec.ops], file="main.py"))
+    return b.rec, mean
+
+
+def test_an_op_in_another_file_is_quoted_from_that_file():
+    rec, mean = two_files()
+    G = graph.build(rec, tape=1)
+    node = o(rec, mean)
+    assert G.nodes[node]["label"] == "tf.reduce_mean"     # read off the module's line, not main.py's
+    where, excerpt = view.excerpt_for(rec, G, node, context=0)
+    assert where == "line 3 of mylib/model.py"
+    assert "tf.reduce_mean" in excerpt and "tf.Variable" not in excerpt
+    assert view.step_words(G, node) == markdown.literal("tf.reduce_mean (forward, line 3 of mylib/model.py)")
+    assert dict(view.node_choices(G))[node].endswith("line 3 of mylib/model.py)")
+    assert view.details(rec, G, node).file == "mylib/model.py"
+    # the editor holds main.py: its line 3 is not the op's, so nothing is marked there
+    assert view.editor_line(rec, G, node) is None
+    assert view.editor_line(rec, G, t(rec.tensors[0].id)) == 3       # w is main.py's line 3
+
+
+def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
+    from test_graph import Builder
+    b = Builder()
+    b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(3):\n    with tf.GradientTape() as tape:\n        loss = w * w\n    g = tape.gradient(loss, w)\n"
+    w = b.tensor("w", "variable", value=2.0)
+    for step in range(3):
+        loss = b.op("Mul", [b.read(w), b.read(w)], line=5, tapes=(step,), name="loss")
+        calls = [GradientCall(line=6, kind="gradient", target=[loss], sources=[w])] if step < 2 else []
+        b.rec.tapes.append(Tape(id=step, line=4, persistent=False, watch_accessed_variables=True, parent=None,
+                                ops=[op.id for op in b.rec.ops if step in op.tapes], gradients=calls))
+    # the third step was cut (a time limit) before its gradient call: the second is the lesson
+    assert view.default_view(b.rec) == "call:1:0"
+    said = view.sentence(b.rec, "call:1:0")
+    assert said.startswith("One step of a loop whose `with` ran ×3 steps: step 2 is drawn; in it `tape`")

@@ -100,3 +100,92 @@ def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
     assert chosen.error is None and rec.tensor(chosen.results[0].grad).value == pytest.approx(float(printed.split("=")[1]))
     freed = [c for c in view.callouts(rec) if "freed its recording" in c.text]
     assert freed and freed[0].view == view.default_view(rec)
+
+
+@pytest.mark.slow
+def test_the_nested_tapes_sentence_carries_plain_tfs_second_derivative(tmp_path):
+    from tapeviz.page import editor
+    nested = editor.example_code("higher_order").replace("tf.Variable(1.0)", "tf.Variable(1.5)")
+    printed = dict(line.split(" = ") for line in plain(nested, tmp_path))
+    rec = recorded(nested, tmp_path)
+    said = view.sentence(rec, view.default_view(rec))
+    expect = f"d²y/dx² = {graph.number_text(float(printed['d2y_dx2']))} at x = 1.5"
+    assert "y = x·x·x" in said.replace("\\", "") and expect in said.replace("\\", ""), said
+
+
+PYTHON_OPS = textwrap.dedent("""
+    import tensorflow as tf
+    x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    w = tf.Variable([[0.5], [-1.0]])
+    with tf.GradientTape() as tape:
+        h = x @ w
+        g = tf.matmul(x, w)
+        s = tf.square(h + g)
+        loss = tf.reduce_sum(s * 2.0 - 1.0) / 4.0
+    print(tape.gradient(loss, w).numpy().tolist())
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_ops_are_named_as_the_python_that_made_them(tmp_path):
+    plain(PYTHON_OPS, tmp_path)
+    rec = recorded(PYTHON_OPS, tmp_path)
+    G = graph.build(rec, tape=rec.tapes[0].id, call=0)
+    said = {(d["line"], d["label"]): d["hover"] for _, d in G.nodes(data=True) if d["kind"] == "op"}
+    # each op's label is what its line wrote; TensorFlow's op type is in its hover
+    for line, python, tf_type in [(5, "@", "MatMul"), (6, "tf.matmul", "MatMul"), (7, "+", "AddV2"),
+                                  (7, "tf.square", "Square"), (8, "*", "Mul"), (8, "-", "Sub"),
+                                  (8, "tf.reduce_sum", "Sum"), (8, "/", "RealDiv")]:
+        assert f"TensorFlow op: {tf_type}" in said[(line, python)], (line, python)
+
+
+@pytest.mark.slow
+def test_a_projects_ops_are_quoted_from_their_own_files(tmp_path):
+    from user_project import line_of, plain_run, printed_gradients, write_project
+    folder = write_project(tmp_path)
+    printed = printed_gradients(plain_run(folder, "--steps", "1"))
+    pool = runner.Runner(runner.Config(warm=0))
+    try:
+        rec = Recording.from_dict(pool.record((folder / "main.py").read_text(), filename=str(folder / "main.py"),
+                                              timeout=300, program={"argv": ["main.py", "--steps", "1"],
+                                                                    "cwd": str(folder), "path": str(folder)}))
+    finally:
+        pool.close()
+    assert rec.error is None, rec.error
+    tape = rec.tapes[0]
+    assert [rec.tensor(r.grad).value for r in tape.gradients[0].results] == printed[0]
+    G = graph.build(rec, tape=tape.id, call=0)
+    mean = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "Mean")
+    line = line_of(folder, "trainer/losses.py", "tf.reduce_mean")
+    assert G.nodes[mean]["label"] == "tf.reduce_mean"
+    where, excerpt = view.excerpt_for(rec, G, mean, context=0)
+    assert where == f"line {line} of trainer/losses.py"
+    assert "return tf.reduce_mean(tf.square(err))" in excerpt
+    assert view.editor_line(rec, G, mean) is None      # main.py's line of that number is not it
+    assert f"line {line} of trainer/losses.py" in dict(view.node_choices(G))[mean]
+
+
+KERAS_LOOP = textwrap.dedent("""
+    import numpy as np
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(0)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(3)])
+    x = tf.constant(np.linspace(-1.0, 1.0, 8).reshape(2, 4), dtype=tf.float32)
+    for step in range(8):
+        with tf.GradientTape() as tape:
+            logits = model(x * (step + 1))
+            loss = tf.reduce_mean(logits ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        print(float(tf.norm(logits)))
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
+    norms = [float(x) for x in plain(KERAS_LOOP, tmp_path)]
+    rec = recorded(KERAS_LOOP, tmp_path)
+    assert rec.error is None, rec.error
+    G = graph.build(rec, group=True)
+    (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
+    assert logits["stacked"] == 8 and logits["label"].startswith("logits ×8")
+    assert logits["label"].endswith("size " + graph.number_text(norms[-1])), "the newest step's logits"

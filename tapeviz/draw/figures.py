@@ -55,7 +55,7 @@ EDGE = "#8A8A8A"
 FLOW_EDGE = "#3A3A3A"
 SELECTED = "#D55E00"
 CURRENT = "#0072B2"       # the op a step-through stands on
-LEGEND_SHAPE = "#555555"  # flow mode: the legend tells categories apart by shape alone
+RIM = 3                   # flow mode: px of a node's rim, in its category's colour
 # Flow mode colours nodes with numbers on one scale: no gradient at 0, NaN/Inf at 1, and
 # the log-norm scale between SCALE_LOW and SCALE_HIGH.
 NO_GRADIENT_AT, NON_FINITE_AT = 0.0, 1.0
@@ -105,7 +105,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         if nodes:
             fig.add_trace(_node_trace(trace, G, shown, nodes, category, flow, scale, large, places, font))
             if flow is not None:
-                fig.add_trace(_legend_entry(trace, STYLE[category][0], STYLE[category][1], LEGEND_SHAPE))
+                fig.add_trace(_legend_entry(trace, STYLE[category][0], STYLE[category][1], "white",
+                                            rim=STYLE[category][2]))
     if scale is not None and _spread(flow):
         fig.add_trace(_colour_bar(trace, *scale))
     if flow is not None:
@@ -168,6 +169,8 @@ def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flo
     if category == "unrecorded_op":
         marker["line"] = dict(color=colour, width=2)
     if flow is not None:
+        # the fill is the gradient's size; the rim keeps the category's colour, as the legend shows it
+        marker["line"] = dict(color=colour, width=RIM)
         marker.update(color=np.array(_flow_colours([flow.get(n) for n in nodes], scale)),
                       colorscale=_flow_scale(), cmin=0.0, cmax=1.0, showscale=False)
         hover = [h + "<br>" + _norm_line(flow.get(n)) for h, n in zip(hover, nodes)]
@@ -176,7 +179,7 @@ def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flo
         x=np.array([pos[n][0] for n in nodes], dtype=float), y=np.array([pos[n][1] for n in nodes], dtype=float),
         mode="markers+text" if labelled else "markers", name=name,
         # Coloured by gradient, a category's first node would make a misleading legend swatch:
-        # in flow mode the legend comes from neutral, point-less entries instead.
+        # in flow mode the legend comes from point-less entries showing the category's rim.
         showlegend=flow is None,
         text=[places[n][1] if n in places else "" for n in nodes] if labelled else None,
         textposition=[places[n][0] if n in places else "top center" for n in nodes] if labelled else None,
@@ -188,9 +191,10 @@ def _node_trace(trace, G: nx.DiGraph, pos: dict, nodes: list, category: str, flo
 
 # The point-less traces take the graph's own trace type: one Scattergl trace makes plotly
 # set up WebGL for the whole chart, which took Chromium about 0.2 s per draw of a small graph.
-def _legend_entry(trace, name: str, symbol: str, colour: str):
+def _legend_entry(trace, name: str, symbol: str, colour: str, rim: Optional[str] = None):
+    line = dict(color=rim, width=RIM) if rim else dict(width=0)
     return trace(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
-                 marker=dict(symbol=symbol, size=14, color=colour))
+                 marker=dict(symbol=symbol, size=14, color=colour, line=line))
 
 
 def _colour_bar(trace, low: float, high: float):

@@ -12,6 +12,7 @@ from typing import Iterable, Optional
 import networkx as nx
 
 from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
+from . import op_words
 
 READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"
@@ -50,7 +51,12 @@ LABEL_LINE = 18           # "name = value" longer than this takes two label line
 
 def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
     """"line 6", or "line 6 of trainer/losses.py" when it is another file than the program's."""
-    if file and rec.program and file != rec.program:
+    return place_words(rec.program, file, line)
+
+
+def place_words(program: Optional[str], file: Optional[str], line: Optional[int]) -> str:
+    """line_words for a drawn graph, whose G.graph["program"] is the recording's program."""
+    if file and program and file != program:
         return f"line {line} of {file}"
     return f"line {line}"
 
@@ -152,7 +158,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         for t in op.inputs:
             consumers.setdefault(alias(t), set()).add(node_of[op.id])
 
-    def shown(t: int) -> bool:
+    def shows(t: int) -> bool:
         if on_path is not None and t not in on_path:
             return False
         if t in roles or t in watched:
@@ -172,8 +178,17 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
             home = next(iter(used_by))
         return not (home and collapsed(home) and used_by <= {home})
 
+    # A loop's steps make the same tensor again and again ("logits" of every batch, between
+    # the same two layers): FOLD_AT or more draw as the newest one, "×N".
+    stacked = _stacks(rec, ops, alias, shows, producer, consumers, set(roles) | watched) if fold else {}
+
+    def shown(t: int) -> bool:
+        return shows(t) and stacked.get(t, t) == t
+
     G = nx.DiGraph()
     order = {op.id: i for i, op in enumerate(rec.ops)}
+    said = _Speller(rec)
+    G.graph["program"] = rec.program     # nodes' lines are said with their file when it is another
     for drawn, op in enumerate(ops):
         if len(G) + len(op.inputs) + len(op.outputs) + 1 > MAX_NODES:
             G.graph["cut"] = (f"Only the first {drawn:,} of these {len(ops):,} ops are drawn: the "
@@ -181,7 +196,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
                               f"layer or choose one tape to see the rest.")
             break
         node = node_of[op.id]
-        _add_op(G, rec, op, node, order[op.id])
+        _add_op(G, rec, op, node, order[op.id], said(op))
         for t in map(alias, op.inputs):
             if shown(t):
                 _add_tensor(G, rec, t, watched, order)
@@ -211,6 +226,11 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     for t, role in roles.items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["role"] = role
+    for t, n in Counter(stacked.values()).items():
+        if tensor_node(t) in G:
+            G.nodes[tensor_node(t)]["stacked"] = n
+            G.nodes[tensor_node(t)]["hover"] += (f"\nthe newest of {n} such tensors, one per time round "
+                                                 f"the loop (fold off to see each)")
     if chosen is not None:
         for node, reason in _none_reasons(chosen, alias).items():
             if node in G:
@@ -221,6 +241,30 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     _value_labels(G, rec, chosen, alias)
     _bound_text(G)
     return G
+
+
+def _stacks(rec: Recording, ops: list, alias, shows, producer: dict, consumers: dict, keep: set) -> dict:
+    """{tensor: the tensor drawn for it}, for tensors made FOLD_AT times or more by one node and
+    used by the same nodes, with one name and shape (a loop's per-step results): the newest
+    stands for them all. A source, target or watched tensor is never folded."""
+    groups: dict = {}
+    seen = set()
+    for op in ops:
+        for t in map(alias, [*op.inputs, *op.outputs]):
+            if t in seen or t in keep:
+                continue
+            seen.add(t)
+            info = rec.tensor(t)
+            if info is None or info.kind == VARIABLE or not shows(t):
+                continue
+            key = (producer.get(t), frozenset(consumers.get(t, ())), info.name, tuple(info.shape), info.line)
+            groups.setdefault(key, []).append(t)
+    out = {}
+    for members in groups.values():
+        if len(members) >= FOLD_AT:
+            newest = max(members)
+            out.update((t, newest) for t in members)
+    return out
 
 
 def _bound_text(G: nx.DiGraph) -> None:
@@ -424,23 +468,44 @@ def _add_edge(G: nx.DiGraph, u: str, v: str) -> None:
         G.add_edge(u, v, count=1)
 
 
-def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int) -> None:
+class _Speller:
+    """op -> the Python that made it (`*`, `tf.reduce_sum`), read off the op's own line in its
+    own file; a tf.function's call keeps the function's name. Each file is split once."""
+
+    def __init__(self, rec: Recording):
+        self.rec, self.lines = rec, {}
+
+    def __call__(self, op) -> str:
+        if op.function:
+            return op.function
+        text = ""
+        if op.phase == FORWARD and op.line is not None:   # backward ops: no line of the user's made them
+            if op.file not in self.lines:
+                self.lines[op.file] = (self.rec.files.get(op.file) or self.rec.source).splitlines()
+            lines = self.lines[op.file]
+            text = lines[op.line - 1] if 0 < op.line <= len(lines) else ""
+        # inside a Keras layer the line is `model(x)`: only a spelling it shows is the user's
+        return op_words.python_name(op.type, text, guess=not op.scope)
+
+
+def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int, said: str) -> None:
     if node.startswith("o"):
         G.add_node(node, kind="op", category=BACKWARD_OP if op.phase == BACKWARD else FORWARD_OP,
-                   label=op.function or op.type, hover=_op_hover(rec, op), line=op.line,
-                   order=order, phase=op.phase, ref=op.id, group=group_key(op.scope), scope=op.scope)
+                   label=said, hover=_op_hover(rec, op, said), line=op.line, file=op.file,
+                   order=order, phase=op.phase, ref=op.id, group=group_key(op.scope), scope=op.scope,
+                   op_type=op.function or op.type)
         return
     if node.startswith(FOLD_PREFIX):
         if node not in G:
-            G.add_node(node, kind=REPEAT, category=REPEAT, label=op.function or op.type, hover="", line=op.line,
+            G.add_node(node, kind=REPEAT, category=REPEAT, label=said, hover="", line=op.line, file=op.file,
                        order=order, phase=op.phase, ref=None, group=None, scope=op.scope, members=[], tensors=[],
-                       op_type=op.function or op.type)
+                       op_type=op.function or op.type, said=said)
         G.nodes[node]["members"].append(op.id)
         return
     if node not in G:
         key = group_key(op.scope)
         G.add_node(node, kind=GROUP, category=GROUP, label=key.split("/")[-1], hover="", line=op.line,
-                   order=order, phase=op.phase, ref=None, group=key, scope=key, members=[], tensors=[])
+                   file=op.file, order=order, phase=op.phase, ref=None, group=key, scope=key, members=[], tensors=[])
     G.nodes[node]["members"].append(op.id)
 
 
@@ -464,6 +529,7 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
         category = INTERMEDIATE
     G.add_node(node, kind="tensor", category=category, label=info.name or _short_shape(info.shape),
                name=info.name, line=info.line if info.line is not None else getattr(producer, "line", None),
+               file=info.file if info.line is not None else getattr(producer, "file", None),
                order=order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t,
                hover=_tensor_hover(info, category, producer))
 
@@ -486,7 +552,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             name = info.name if info is not None and info.name else None
             if name and text:   # "w = 2" on one line; a long name and a shape on two
                 lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
-            elif info is not None and _small(info):
+            elif info is not None and small(info):
                 lines = [text]      # a converted Python input says its value ([[2.]]), not "1×1"
             else:
                 lines = [data["label"] or text]
@@ -498,6 +564,9 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
                     lines.append("size of grad " + number_text(norms[t]))
+            if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
+                cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
+                lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
@@ -513,7 +582,7 @@ def grad_words(grad) -> str:
     size in words when big, "grad None" when there is none."""
     if grad is None:
         return "grad None"
-    if not _small(grad) and _norm(grad) is not None:
+    if not small(grad) and _norm(grad) is not None:
         return "size of grad " + number_text(_norm(grad))
     return "grad " + short_value(grad)
 
@@ -521,7 +590,7 @@ def grad_words(grad) -> str:
 def short_value(info) -> str:
     """A tensor in a few characters: its numbers when it has at most 4, else its shape and
     size (the L2 norm, said in words)."""
-    if _small(info):
+    if small(info):
         return _value_text(info.value)
     norm = _norm(info)
     if norm is None:
@@ -529,7 +598,7 @@ def short_value(info) -> str:
     return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
-def _small(info) -> bool:
+def small(info) -> bool:
     return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= 4)
 
 
@@ -554,8 +623,9 @@ def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
         n = len(data["members"])
         low, high = _value_range(rec, [t for m in data["members"] for t in rec.op(m).outputs])
         data["range"] = (low, high)
-        data["label"] = f"{data['op_type']} ×{n}, line {data['line']}"
-        lines = [f"{data['op_type']} ×{n}  ({data['phase']} ops repeated from line {data['line']})"]
+        data["label"] = f"{data['said']} ×{n}, line {data['line']}"
+        lines = [f"{data['said']} ×{n}  ({data['phase']} ops repeated from {line_words(rec, data['file'], data['line'])})",
+                 *op_words.hover_lines(data["op_type"], data["said"])]
         if low is not None:
             lines.append(f"values from {number_text(low)} to {number_text(high)}")
         lines.append("click it, then Unfold, to see every op")
@@ -659,10 +729,12 @@ def _tensor_hover(info, category: str, producer) -> str:
     return "\n".join(lines)
 
 
-def _op_hover(rec: Recording, op) -> str:
-    lines = [f"{op.function or op.type}  ({op.phase} op {op.id})"]
+def _op_hover(rec: Recording, op, said: str) -> str:
+    lines = [f"{said}  ({op.phase} op {op.id})"]
     if op.function:
         lines.append(f"tf.function, runs {op.type}")
+    else:
+        lines += op_words.hover_lines(op.type, said)
     for word, ids in (("in", op.inputs), ("out", op.outputs)):
         if ids:
             lines.append(f"{word}: " + ", ".join(tensor_brief(rec, t) for t in ids[:6])

@@ -11,7 +11,8 @@ from typing import Optional
 
 import networkx as nx
 
-from ..draw import graph
+from ..draw import graph, op_words
+from . import opened
 from ..recording import BACKWARD, Recording
 from .markdown import code, literal
 
@@ -54,7 +55,7 @@ def node_choices(G: nx.DiGraph, limit: int = 2000, keep: Optional[str] = None) -
     for node, data in sorted(G.nodes(data=True), key=key):
         label = data.get("label") or node
         kind = "layer" if data.get("kind") == graph.GROUP else data.get("kind", "")
-        where = f", line {data['line']}" if data.get("line") is not None else ""
+        where = f", {node_place(G, node)}" if data.get("line") is not None else ""
         if len(out) < limit or node == keep:
             out.append((node, f"{label}  ({kind} {node}{where})"))
     return out
@@ -92,6 +93,7 @@ class Details:
     consumers: list = field(default_factory=list)
     group: Optional[str] = None                      # layer key, for an "expand" button
     unfold: Optional[str] = None                     # a fold of repeats, for an "unfold" button
+    file: Optional[str] = None                       # the user's file of `line`
 
 
 def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = None) -> Details:
@@ -106,6 +108,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
         d.title, d.kind, d.group, d.unfold = data["label"].splitlines()[0], f"{data.get('phase')} ops repeated", None, node
     else:
         d = _group_details(rec, data)
+    d.file = data.get("file") if data.get("file") is not None else opened.file_of(rec, data)
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
@@ -188,7 +191,7 @@ def alert_text(rec: Recording, alert) -> str:
     info = rec.tensor(alert.tensor)
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
-    where = f" at line {alert.line}" if alert.line is not None else ""
+    where = f" at {graph.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
     maker = literal(op.function or op.type, 200) if op is not None else ""
     made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
@@ -236,8 +239,24 @@ def _openable(rec: Recording) -> list:
     """The tapes a view may open on, in program order: those that kept their ops (else all),
     and of the tapes one `with` line opened (a loop's steps) only the newest."""
     live = [tp for tp in rec.tapes if kept(rec, tp)] or list(rec.tapes)
-    newest = {(tp.file, tp.line): tp.id for tp in live}
+    newest, answered = {}, set()
+    for tp in live:   # a step the time limit cut before its gradient call is no lesson: the one before
+        key = (tp.file, tp.line)
+        ran = any(c.error is None for c in tp.gradients)
+        if ran or key not in answered:
+            newest[key] = tp.id
+        if ran:
+            answered.add(key)
     return [tp for tp in live if newest[(tp.file, tp.line)] == tp.id]
+
+
+def loop_words(rec: Recording, tp) -> str:
+    """"one step of a loop whose `with` ran ×400 steps: step 400 is drawn", for a tape whose
+    `with` line opened several; "" for a tape opened once."""
+    same = [t.id for t in rec.tapes if t.line == tp.line and t.file == tp.file]
+    if len(same) < 2:
+        return ""
+    return f"one step of a loop whose `with` ran ×{len(same):,} steps: step {same.index(tp.id) + 1:,} is drawn"
 
 
 def default_tape(rec: Recording) -> Optional[int]:
@@ -366,6 +385,7 @@ class Callout:
     tensor: Optional[int]     # the tensor to mark and bring into view
     line: Optional[int]
     backward: bool = False    # it is among the backward ops: the view must draw them
+    file: Optional[str] = None    # the user's file of `line`, when not the program
 
 
 def callouts(rec: Recording) -> list:
@@ -377,11 +397,12 @@ def callouts(rec: Recording) -> list:
                 if r.grad is None:
                     target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
                     source = code(graph.tensor_name(rec, r.source))
-                    where = f" (line {call.line}, {code(names[tp.id])})" if call.line is not None else ""
+                    where = (f" ({graph.line_words(rec, call.file, call.line)}, {code(names[tp.id])})"
+                             if call.line is not None else "")
                     reason = literal(r.none_reason or "no reason recorded", 2_000)
                     out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
                                        f"{where}: {reason}",
-                                       _call_view(tp, i), r.source, call.line))
+                                       _call_view(tp, i), r.source, call.line, file=call.file))
     for tp in rec.tapes:
         for i, call in enumerate(tp.gradients):
             if call.error is not None:
@@ -395,7 +416,7 @@ def callouts(rec: Recording) -> list:
         if backward:   # the gradient call that ran it: same line, same index on its tape
             view = next((f"call:{tp.id}:{op.call}" for tp in rec.tapes
                          if op.call < len(tp.gradients) and tp.gradients[op.call].line == op.line), ALL_OPS)
-        out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward))
+        out.append(Callout(alert_text(rec, alert), view, alert.tensor, alert.line, backward, file=alert.file))
     return out
 
 
@@ -410,16 +431,20 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
         before = tp.gradients[worked[-1]]
         text += (f". The tape freed its recording after the call at "
                  f"{graph.line_words(rec, before.file, before.line)}, drawn here.")
-        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line)
-    return Callout(text, f"call:{tp.id}:{index}", None, call.line)
+        return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line,
+                       file=before.file)
+    return Callout(text, f"call:{tp.id}:{index}", None, call.line, file=call.file)
 
 
 def legend_text(rec: Recording, view_key: str) -> str:
     """The picture's legend in words (markdown)."""
     tape, call = parse_view(view_key)
-    shapes = ("Circles are tensors (orange: variables, grey: constants, blue: results), squares are ops, "
-              "arrows point from an op's inputs to its outputs; “×2” on an arrow means the tensor is used "
-              "twice. A big square “Mul ×3000, line 6” is one line's ops repeated by a loop (click it to unfold).")
+    shapes = ("Circles are tensors (orange: variables, red-orange: watched constants, grey: constants, "
+              "blue: results), squares are ops, named as the Python that made them (`*`, `tf.square`; "
+              "hover for TensorFlow's own name, such as Mul); arrows point from an op's inputs to its "
+              "outputs; “×2” on an arrow means the tensor is used twice. A big square “* ×3000, line 6” "
+              "is one line's ops repeated by a loop (click it to unfold). Hidden unless asked for: "
+              "*plumbing*, the bookkeeping TensorFlow does to create and assign variables.")
     if call is None:
         return "Each label shows the tensor's value. " + shapes
     chosen = graph.gradient_call(rec, tape, call)
@@ -427,7 +452,8 @@ def legend_text(rec: Recording, view_key: str) -> str:
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
             f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
-            "(dark purple small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
+            "(dark purple small, yellow large, log scale) and the rim's colour says what kind of node it is; "
+            "grey: no gradient reaches it; red: NaN or Inf. " + shapes)
 
 
 def no_tape_sentence(rec: Recording) -> str:
@@ -465,8 +491,41 @@ def drawn_words(ops: int, tensors: int) -> str:
 def step_words(G: nx.DiGraph, node: str) -> str:
     """The op node a step reached, in markdown."""
     d = G.nodes[node]
-    where = f", line {d['line']}" if d.get("line") is not None else ""
+    where = f", {node_place(G, node)}" if d.get("line") is not None else ""
     return literal(f"{d.get('label', node).splitlines()[0]} ({d.get('phase', 'forward')}{where})", 300)
+
+
+def node_place(G: nx.DiGraph, node: str) -> str:
+    """"line 15", or "line 15 of mylib/model.py" for a node whose line is in another file."""
+    d = G.nodes[node]
+    return graph.place_words(G.graph.get("program"), d.get("file"), d.get("line"))
+
+
+def in_program(rec: Recording, file: Optional[str]) -> bool:
+    """Whether a line of `file` is a line of the program the editor holds (not a module of it)."""
+    return not file or not rec.program or file == rec.program
+
+
+def excerpt_for(rec: Recording, G: nx.DiGraph, node: str, context: int = 3) -> tuple:
+    """(where, html) for a node's line: "line 15 of mylib/model.py" and that file's lines
+    around it, the line highlighted, so an op in a module is quoted from the module, not
+    from the program's line of the same number. ("", "") when the node has no line."""
+    d = G.nodes[node]
+    if d.get("line") is None:
+        return "", ""
+    file = d.get("file") if d.get("file") is not None else opened.file_of(rec, d)
+    return (opened.where(rec, file, d["line"]),
+            code_html(opened.source_of(rec, file), d["line"], context=context))
+
+
+def editor_line(rec: Recording, G: nx.DiGraph, node: Optional[str]) -> Optional[int]:
+    """The editor's line to mark for a node: its line when it is in the program, else None
+    (a module's line 15 is not the program's line 15)."""
+    if node is None or node not in G:
+        return None
+    d = G.nodes[node]
+    file = d.get("file") if d.get("file") is not None else opened.file_of(rec, d)
+    return d.get("line") if in_program(rec, file) else None
 
 
 def sentence(rec: Recording, view_key: str) -> str:
@@ -480,9 +539,13 @@ def sentence(rec: Recording, view_key: str) -> str:
     n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
     said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if loop := loop_words(rec, tp):
+        said = f"{loop[0].upper()}{loop[1:]}; in it {said}"
     if call is None:
         return said + "."
     chosen = graph.gradient_call(rec, tape, call)
+    if (nested := _nested_sentence(rec, tp, chosen, names)) is not None:
+        return nested
     target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
     parts = []
     for r in chosen.results:
@@ -490,3 +553,85 @@ def sentence(rec: Recording, view_key: str) -> str:
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
     return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."
+
+
+# -- an expression as the recording saw it: y = x·x·x ------------------------------------------
+
+# op type: (how its two inputs join, precedence); a higher precedence binds tighter
+_INFIX = {"Mul": ("·", 2), "AddV2": (" + ", 1), "Add": (" + ", 1), "Sub": (" - ", 1),
+          "RealDiv": ("/", 2), "Div": ("/", 2), "Pow": ("^", 3), "MatMul": (" @ ", 2)}
+_EXPRESSION_OPS = 6        # past this many ops, an expression is no sentence's business
+
+
+def expression(rec: Recording, t: int) -> Optional[str]:
+    """The tensor's value as the ops that made it, in names and numbers: "x·x·x" for
+    y = x * x * x. None when it needs more than a few ops or an op with no short form."""
+    budget = [_EXPRESSION_OPS]
+    text, _ = _expr(rec, t, budget, root=True)
+    return text
+
+
+def _expr(rec: Recording, t: int, budget: list, root: bool = False):
+    info = rec.tensor(t)
+    if info is None:
+        return None, 9
+    op = rec.op(info.producer) if info.producer is not None else None
+    if op is not None and op.type == graph.READ_VARIABLE and op.inputs:
+        return _expr(rec, op.inputs[0], budget)
+    if info.name and not root:
+        return info.name, 9
+    if op is None:
+        return (graph.short_value(info) if graph.small(info) else info.name), 9
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None, 9
+    parts = [_expr(rec, i, budget) for i in op.inputs]
+    if any(text is None for text, _ in parts):
+        return None, 9
+    if op.type in _INFIX and len(parts) == 2:
+        joint, rank = _INFIX[op.type]
+        (a, ra), (b, rb) = parts
+        a = a if ra >= rank else f"({a})"
+        b = b if rb > rank or rb == rank and op.type in ("Mul", "AddV2", "Add") else f"({b})"
+        return a + joint + b, rank
+    if op.type == "Square" and len(parts) == 1:
+        return (parts[0][0] if parts[0][1] >= 3 else f"({parts[0][0]})") + "²", 3
+    if op.type == "Neg" and len(parts) == 1:
+        return "-" + (parts[0][0] if parts[0][1] >= 2 else f"({parts[0][0]})"), 2
+    name = op_words.python_name(op.type)
+    if name == op.type or not name.startswith("tf."):
+        return None, 9
+    return f"{name}({', '.join(text for text, _ in parts)})", 9
+
+
+def _nested_sentence(rec: Recording, tp, chosen, names: dict) -> Optional[str]:
+    """For an outer tape differentiating an inner tape's gradient: "the inner tape recorded
+    y = x·x·x; the outer tape recorded the inner gradient's ops, so d²y/dx² = 6 at x = 1"."""
+    if len(chosen.target) != 1 or len(chosen.results) != 1:
+        return None
+    for inner in rec.tapes:
+        if inner.parent != tp.id:
+            continue
+        for call in inner.gradients:
+            if len(call.target) != 1 or len(call.sources) != 1:
+                continue
+            if not any(r.grad == chosen.target[0] for r in call.results):
+                continue
+            y, x1 = call.target[0], call.sources[0]
+            x2 = chosen.results[0].source
+            body = expression(rec, y)
+            said_y = graph.tensor_name(rec, y)
+            made = f"{said_y} = {body}" if body else said_y
+            n1, n2 = graph.tensor_name(rec, x1), graph.tensor_name(rec, x2)
+            d = f"d²{said_y}/d{n1}²" if x1 == x2 else f"d²{said_y}/d{n1}d{n2}"
+            grad = chosen.results[0].grad
+            value = rec.tensor(grad) if grad is not None else None
+            result = (f"{d} = {graph.short_value(value)}" if value is not None
+                      else f"{d} is None" if grad is None else d)
+            at = [rec.tensor(x) for x in dict.fromkeys((x1, x2))]
+            where = ", ".join(f"{graph.tensor_name(rec, i.id)} = {graph.short_value(i)}"
+                              for i in at if i is not None and graph.small(i))
+            return (f"The inner tape {code(names[inner.id])} recorded {literal(made, 200)}; the outer tape "
+                    f"{code(names[tp.id])} recorded the inner gradient's ops, so "
+                    f"{literal(result + (' at ' + where if where else ''), 300)}.")
+    return None
