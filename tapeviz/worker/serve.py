@@ -158,6 +158,7 @@ def main(argv=None) -> int:
                               program=job.get("program"),
                               tapes=tuple(job["tapes"]) if job.get("tapes") else None,
                               eager=bool(job.get("eager")),
+                              keep_steps=job.get("keep_steps"),
                               emit=channel.send,
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
