@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "they are entered (100:102 is tapes 100 and 101; 5 is tape 5 alone), "
                           "with the ops up to the next top-level tape; the rest of the program "
                           "runs uninstrumented, at full speed")
+    rec.add_argument("--keep-steps", metavar="N", type=positive_int, default=None,
+                     help="record only the first N tapes each top-level `with` line opens (a "
+                          "loop's first N steps, fewer if they fill most of the op bound); the "
+                          "loop's later steps run uninstrumented at close to full speed, their "
+                          "losses and gradient norms still in the recording's steps (the app "
+                          f"records {runner.KEEP_STEPS}; default here: every step)")
     rec.add_argument("--eager", action="store_true",
                      help="run tf.functions eagerly (tf.config.run_functions_eagerly(True)), "
                           "so the ops and gradients inside model.fit()'s train_step and "
@@ -90,12 +96,26 @@ def tape_range(text: str) -> tuple:
     return a, b
 
 
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need at least 1")
+    return n
+
+
 def record_main(args) -> int:
     path = Path(args.program)
     try:
         source = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         print(f"tapeviz record: cannot read {args.program}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if args.tapes and args.keep_steps:
+        print("tapeviz record: --tapes and --keep-steps both choose the tapes to record; "
+              "give one", file=sys.stderr)
         return 2
     if args.timeout is not None and args.timeout <= 0:
         print("tapeviz record: --timeout must be positive", file=sys.stderr)
@@ -124,7 +144,7 @@ def record_main(args) -> int:
                                        if k == "stderr" or to_file}
             recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
                                     program=program, tapes=args.tapes,
-                                    eager=args.eager)
+                                    eager=args.eager, keep_steps=args.keep_steps)
     finally:
         pool.close()
     text = json.dumps(recording, allow_nan=False)

@@ -187,7 +187,7 @@ class Recording:
     program: Optional[str] = None    # the program's file, as `file` fields name it
     files: dict = field(default_factory=dict)     # {file: source} of every user file seen
     argv: Optional[list] = None      # the program's sys.argv, when it had arguments
-    skipped: dict = field(default_factory=dict)   # what --tapes left uninstrumented
+    skipped: dict = field(default_factory=dict)   # what --tapes / keep_steps left uninstrumented
     stderr: str = ""                 # what it wrote to stderr (tf.print's default)
     eager: bool = False              # recorded with --eager: tf.functions ran op by op
     steps: list = field(default_factory=list)         # [CallSummary], oldest first
@@ -200,6 +200,15 @@ class Recording:
 
     def op(self, op_id: int) -> Optional[Op]:
         return self._index("_op_index", self.ops).get(op_id)
+
+    def tapes_opened(self, file: Optional[str], line: Optional[int]) -> int:
+        """How many tapes the `with` at `file`, `line` opened: those recorded, or, for the
+        loop whose later steps ran uninstrumented (`skipped`, keep_steps), all of them."""
+        n = sum(1 for t in self.tapes if t.line == line and t.file == file)
+        s = self.skipped
+        if s.get("line") == line and s.get("file") == file and type(s.get("loop_tapes")) is int:
+            n = max(n, s["loop_tapes"])
+        return n
 
     def _index(self, attr: str, items: list) -> dict:
         cached = self.__dict__.get(attr)

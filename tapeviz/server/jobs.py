@@ -12,17 +12,27 @@ from typing import Optional
 # -- what is asked ------------------------------------------------------------------------
 
 
+# The debugger's runs record a loop's first KEEP_STEPS steps whole and run the rest
+# uninstrumented, summarized (worker/window.py): a class's typed training loop (the eager
+# guide's MNIST loop, ~250 ops a step) then settles in its time limit at close to plain speed,
+# with every step's loss charted, where recording all 400 steps took 100k ops and a Timeout.
+# 20 steps are enough to see a loop fold ("×N steps") and its first losses move.
+KEEP_STEPS = 20
+
+
 @dataclass(frozen=True)
 class Record:
     """Record one program. `program` ({argv, cwd, path}) runs it as `python PROGRAM.py
-    ARGS` would; `tapes` (A, B): see worker/window.py; `timeout` None: the config's;
-    `eager`: run tf.functions eagerly, so their ops are recorded one by one."""
+    ARGS` would; `tapes` (A, B) and `keep_steps` (None: every step): see
+    worker/window.py; `timeout` None: the config's; `eager`: run tf.functions eagerly, so
+    their ops are recorded one by one."""
     source: str
     filename: str = "program.py"
     timeout: Optional[float] = None
     program: Optional[dict] = None
     tapes: Optional[tuple] = None
     eager: bool = False
+    keep_steps: Optional[int] = KEEP_STEPS
     kind = "record"
 
 

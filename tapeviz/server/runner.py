@@ -15,7 +15,7 @@ from .. import metrics
 from ..recording import SCHEMA
 from .cgroup import MemoryCgroups
 from .config import Config, Limits
-from .jobs import Done, Job, Metric, Output, Phase, Record, Train
+from .jobs import KEEP_STEPS, Done, Job, Metric, Output, Phase, Record, Train
 from .process import Worker
 from .queues import FairQueue, Shares, TooManyJobs
 from .zygote import Zygote
@@ -26,7 +26,7 @@ FINISH_S = 120.0             # once the program stopped: building and sending a 
 HOSTED_FINISH_S = 15.0       # hosted mode: the recording's share of a deadline fixed at the start
 log = logging.getLogger("tapeviz.runner")
 
-__all__ = ["Config", "Limits", "Record", "Runner", "SandboxUnavailable", "Train",
+__all__ = ["KEEP_STEPS", "Config", "Limits", "Record", "Runner", "SandboxUnavailable", "Train",
            "error_recording"]
 
 
@@ -246,13 +246,16 @@ class Runner:
     def record(self, source: str, filename: str = "program.py",
                timeout: Optional[float] = None, on_wait=None, owner=None,
                program: Optional[dict] = None, tapes: Optional[tuple] = None,
-               on_phase=None, client=None, eager: bool = False) -> dict:
+               on_phase=None, client=None, eager: bool = False,
+               keep_steps: Optional[int] = KEEP_STEPS) -> dict:
         """Run a program in a worker and return its recording as a plain dict: `submit` a
         `jobs.Record` and follow its events. `on_wait(place)` is called while it waits in
         line, each time its place changes; `on_phase(name)` as it moves on ("starting": a
-        worker importing TensorFlow, "running", "finishing": the recording on its way)."""
+        worker importing TensorFlow, "running", "finishing": the recording on its way).
+        `keep_steps`: a loop's steps recorded whole (None: all; see jobs.KEEP_STEPS)."""
         job = self.submit(Record(source, filename, timeout, program,
-                                 tuple(tapes) if tapes else None, eager), owner, client)
+                                 tuple(tapes) if tapes else None, eager, keep_steps),
+                          owner, client)
         while True:
             event = job.next_event()
             if isinstance(event, Phase):
@@ -327,7 +330,7 @@ class Runner:
                 "timeout": self._timeout(spec), "max_ops": limits.max_ops,
                 "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
                 "program": program, "tapes": list(spec.tapes) if spec.tapes else None,
-                "eager": spec.eager}
+                "eager": spec.eager, "keep_steps": spec.keep_steps}
 
     def _timeout(self, spec) -> float:
         return self.config.limits.timeout_s if spec.timeout is None else spec.timeout

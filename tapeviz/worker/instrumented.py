@@ -37,12 +37,14 @@ def make_tape_class(session: Session):
 
         def __enter__(self):
             result = super().__enter__()
-            window = session.window           # --tapes: only some top-level tapes record
-            if self._tracked() and (window is None or window.enter(self)):
-                state = _quietly(session, "could not follow this tape", session.open_tape, self,
-                                 session.user_frame(sys._getframe(1)))
-                if window is not None and state is not None and state.rec.parent is None:
-                    state.rec.index = window.current
+            window = session.window           # only some top-level tapes record
+            if self._tracked():
+                frame = session.user_frame(sys._getframe(1))
+                if window is None or window.enter(self, (session.here, frame and frame.f_lineno)):
+                    state = _quietly(session, "could not follow this tape", session.open_tape,
+                                     self, frame)
+                    if window is not None and state is not None and state.rec.parent is None:
+                        state.rec.index = window.current
             elif not context.executing_eagerly():
                 _quietly(session, "could not note this tape", session.traced_tape, self,
                          sys._getframe(1))
@@ -88,6 +90,10 @@ def make_tape_class(session: Session):
                      unconnected_gradients=tf.UnconnectedGradients.NONE):
             state = session.state_of(self)
             if not self._tracked() or state is None:
+                if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
+                    return self._unrecorded_call("gradient", target, sources, lambda: super(
+                        GradientTape, self).gradient(target, sources, output_gradients,
+                                                     unconnected_gradients))
                 return super().gradient(target, sources, output_gradients,
                                         unconnected_gradients)
             frame = session.user_frame(sys._getframe(1))
@@ -158,6 +164,9 @@ def make_tape_class(session: Session):
             method = getattr(super(), kind)
             state = session.state_of(self)
             if not self._tracked() or state is None:
+                if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
+                    return self._unrecorded_call(kind, target, sources,
+                                                 lambda: method(target, sources, **kwargs), 3)
                 return method(target, sources, **kwargs)
             frame = session.user_frame(sys._getframe(2))
             call = _quietly(session, f"could not follow this {kind} call", self._begin_call,
@@ -209,6 +218,29 @@ def make_tape_class(session: Session):
             finally:
                 session.quiet -= 1
             return result
+
+        def _unrecorded_call(self, kind, target, sources, compute, depth=2):
+            """A gradient call of a tape the window left unrecorded (a loop's later step):
+            TensorFlow's call as plainly, then its summary alone, from the target's value and
+            each result's norm (NumPy, no op), so the run view still charts this step."""
+            frame = session.user_frame(sys._getframe(depth))
+            where = (session.here, frame.f_lineno if frame else None)
+            tape_id, index = self.__dict__["_tapeviz_unrecorded"]
+            self.__dict__["_tapeviz_unrecorded"][1] += 1
+            try:
+                results = compute()
+            except Exception as e:
+                _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
+                         session, tape_id, index, kind, where, target, sources, None,
+                         f"{type(e).__name__}: {e}")
+                raise
+            session.quiet += 1
+            try:
+                _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
+                         session, tape_id, index, kind, where, target, sources, results, None)
+            finally:
+                session.quiet -= 1
+            return results
 
         def _begin_call(self, kind, target, sources, frame) -> GradientCall:
             state = session.state_of(self)

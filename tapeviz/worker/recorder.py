@@ -226,14 +226,16 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
            tapes: Optional[tuple] = None, emit=None, on_stopped=None,
-           eager: bool = False) -> Recording:
+           eager: bool = False, keep_steps: Optional[int] = None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
     reported in `Recording.error`, with everything recorded up to that point. `namespace`,
     if given, receives the program's globals (tests compare them with a plain run).
     `program` ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would (program.py);
-    `tapes` (A, B) records only those top-level tapes (window.py). `emit`, if given (the
+    `tapes` (A, B) records only those top-level tapes; `keep_steps` N only the first N
+    tapes each top-level `with` line opens, the rest of a loop running uninstrumented but
+    summarized (window.py). `emit`, if given (the
     worker's channel), receives printed output as it is written and, should the program
     call os._exit, the recording so far (see exits.py). `on_stopped()` is called when the
     program has stopped and the recording is being built (the runner then knows the time
@@ -267,7 +269,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     namespace.update({"__name__": "__main__", "__file__": filename,
                       "__builtins__": user_builtins})
     session.module_globals = namespace
-    window = TapeWindow(session, tapes)
+    window = TapeWindow(session, tapes, keep_steps)
     window.open()
     timer = None
     try:

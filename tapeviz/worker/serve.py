@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Optional
 
+from .. import recording_gate
 from ..server import protocol
 from . import byte_bound
 
@@ -158,13 +159,14 @@ def main(argv=None) -> int:
                               program=job.get("program"),
                               tapes=tuple(job["tapes"]) if job.get("tapes") else None,
                               eager=bool(job.get("eager")),
+                              keep_steps=job.get("keep_steps"),
                               emit=channel.send,
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
             os._exit(0)
         max_ops = job.get("max_ops", recorder.DEFAULT_MAX_OPS)
         # cut to what the server accepts, oldest first, rather than lose the run to its size
-        fitted = byte_bound.fit(rec.to_dict(), RECORDING_BYTES, protocol.bounds(max_ops)["tensors"])
+        fitted = byte_bound.fit(rec.to_dict(), RECORDING_BYTES, recording_gate.bounds(max_ops)["tensors"])
         channel.send({"type": "recording", "recording": fitted, "usage": usage()})
     elif job["kind"] == "train":
         from . import training

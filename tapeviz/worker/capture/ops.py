@@ -300,7 +300,7 @@ class OpsAndTapes:
         state = self.state_of(tape)
         if state is None:
             parent = self.active[-1].rec.id if self.active else None
-            rec = Tape(len(self.tapes) + self.dropped_tapes, frame.f_lineno if frame else None, tape._persistent,
+            rec = Tape(self.new_tape_id(), frame.f_lineno if frame else None, tape._persistent,
                        tape._watch_accessed_variables, parent, file=self.here)
             self.tapes.append(rec)
             state = _TapeState(rec, tape)
@@ -324,7 +324,7 @@ class OpsAndTapes:
         at = traced_at(frame, self.files)
         outer = self.traced_open[-1] if self.traced_open else (
             self.active[-1].rec if self.active else None)
-        rec = Tape(len(self.tapes) + self.dropped_tapes, at.line, tape._persistent,
+        rec = Tape(self.new_tape_id(), at.line, tape._persistent,
                    tape._watch_accessed_variables, outer.id if outer is not None else None,
                    file=at.file)
         rec.function = at.function or at.python or "a tf.function"
@@ -337,6 +337,12 @@ class OpsAndTapes:
                                   "message": explain.traced_tape_note(rec.function, at.python)})
         if len(self.tapes) > self.max_tapes:
             self.drop_oldest_tape()
+
+    def new_tape_id(self) -> int:
+        """The next tape's id; tapes a window left unrecorded take theirs too, so their step
+        summaries name a tape no recorded one shares."""
+        self.next_tape += 1
+        return self.next_tape - 1
 
     def traced_tape_exit(self, tape) -> None:
         rec = tape.__dict__.pop("_tapeviz_traced_rec", None)

@@ -34,6 +34,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.max_ops = max_ops
         self.max_tapes = max(16, max_ops // 20)
         self.dropped_tapes = 0
+        self.next_tape = 0               # tape ids, recorded or not (new_tape_id)
         self.ops: deque = deque()
         self.dropped_ops = 0
         self.dropped_flow = 0            # flow entries of tapes whose every op was dropped

@@ -5,8 +5,10 @@ every step can be charted after the op bound dropped its ops (Recording.steps).
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import deque, namedtuple
 from typing import Optional
+
+from tensorflow.python.util import nest
 
 from .. import numerics
 from .tensors import BIG, EagerTensor, handle_or_self
@@ -23,6 +25,7 @@ class StepLog:
         self.calls = 0
         self.sources: dict = {}           # recording id of a source -> its index in `named`
         self.named: list = []             # [StepSource]
+        self.site_sources: dict = {}      # (file, line) of a call -> its last sources' indexes
 
     def add(self, session, state, call, target, flat_sources) -> None:
         """After `call` is finished (its results and flow filled): its summary. The norms of
@@ -38,6 +41,36 @@ class StepLog:
         summary.none = [[i, _reason_kind(r.none_reason)] for i, r in enumerate(call.results)
                         if r.grad is None]
         summary.error = call.error
+        self.site_sources[(call.file, call.line)] = positions
+        self._keep(summary, flow)
+
+    def add_plain(self, session, tape_id: int, index: int, kind: str, where: tuple, target,
+                  sources, results, error: Optional[str]) -> None:
+        """The summary of a call on a tape that ran unrecorded (window.py), from what
+        TensorFlow returned: the target's value and each result's norm, read with NumPy.
+        A source the recording never met (a tensor made in this step) takes the place its
+        position had in the last recorded call at the same line, so its series goes on."""
+        file, line = where
+        site = self.site_sources.get(where, ())
+        positions = []
+        for i, src in enumerate(nest.flatten(sources)):
+            obj = handle_or_self(src)
+            rid = session.tid.get(obj._id) if obj is not None else None
+            positions.append(self._source(session, src, rid) if rid is not None
+                             else site[i] if i < len(site) else -1)
+        summary = CallSummary(self.calls, tape_id, index, kind, line, file, sources=positions)
+        summary.error = error
+        norms = []
+        if results is not None:
+            summary.target, summary.scalar = _target(target)
+            grads = nest.flatten(results)
+            norms = [_Norm(numerics.norm(g)) if g is not None else None for g in grads]
+            # Why a gradient is None needs the recorded graph: here the kind is not known
+            summary.none = [[i, None] for i, g in enumerate(grads) if g is None]
+        self._keep(summary, norms)
+
+    def _keep(self, summary: CallSummary, flow: list) -> None:
+        """Keep a summary, the newest MAX_STEPS (and MAX_STEP_NORMS norms) in all."""
         self.calls += 1
         self.kept.append((summary, flow))
         self.norms += len(flow)
@@ -74,6 +107,10 @@ class StepLog:
             summary.inf = [i for i, n in enumerate(norms) if n is not None and math.isinf(n)]
             summaries.append(summary)
         return summaries, self.named
+
+
+# A norm known when the call is summarized (an unrecorded call's), read as a FlowEntry's
+_Norm = namedtuple("_Norm", "norm")
 
 
 def _target(target) -> tuple:
