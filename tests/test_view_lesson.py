@@ -284,3 +284,20 @@ def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
     assert view.default_view(b.rec) == "call:1:0"
     said = view.sentence(b.rec, "call:1:0")
     assert said.startswith("One step of a loop whose `with` ran ×3 steps: step 2 is drawn; in it `tape`")
+
+
+def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
+    """The debugger records a loop's first steps; the sentence and the note still speak of the
+    whole loop, and the note is not mistaken for --tapes."""
+    from tapeviz.page import messages
+    rec = Recording(source="for step in range(313):\n    with tf.GradientTape() as tape:\n")
+    rec.tapes = [Tape(id=i, line=2, persistent=False, watch_accessed_variables=True, parent=None,
+                      file="program.py") for i in range(20)]
+    assert view.loop_words(rec, rec.tapes[-1]).startswith(
+        "one step of a loop whose `with` ran ×20 steps: step 20")
+    rec.skipped = {"keep_steps": 20, "file": "program.py", "line": 2, "loop_tapes": 313,
+                   "recorded": 20, "note": "steps 21–313 of the loop at line 2 ran uninstrumented"}
+    assert view.loop_words(rec, rec.tapes[-1]).startswith(
+        "one step of a loop whose `with` ran ×313 steps: step 20")
+    assert messages.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
+    assert messages.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")

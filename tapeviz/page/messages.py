@@ -40,7 +40,9 @@ def warning_line(warning) -> str:
 
 
 def skipped_note(skipped: dict) -> str:
-    return "**--tapes:** " + literal(skipped.get("note", skipped), MESSAGE_CHARS)
+    """What ran uninstrumented: the tapes `--tapes A:B` left out, or a loop's later steps."""
+    label = "**--tapes:** " if "tapes" in skipped else "**Later steps:** "
+    return label + literal(skipped.get("note", skipped), MESSAGE_CHARS)
 
 
 def dropped_note(dropped: dict) -> str:

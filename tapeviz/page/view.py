@@ -254,9 +254,10 @@ def loop_words(rec: Recording, tp) -> str:
     """"one step of a loop whose `with` ran ×400 steps: step 400 is drawn", for a tape whose
     `with` line opened several; "" for a tape opened once."""
     same = [t.id for t in rec.tapes if t.line == tp.line and t.file == tp.file]
-    if len(same) < 2:
+    opened = rec.tapes_opened(tp.file, tp.line)   # with the steps that ran uninstrumented
+    if opened < 2:
         return ""
-    return f"one step of a loop whose `with` ran ×{len(same):,} steps: step {same.index(tp.id) + 1:,} is drawn"
+    return f"one step of a loop whose `with` ran ×{opened:,} steps: step {same.index(tp.id) + 1:,} is drawn"
 
 
 def default_tape(rec: Recording) -> Optional[int]:
