@@ -354,9 +354,13 @@ class Runner:
             job.emit(Phase("running"))
             last, printed = self._listen(job, worker)
             if spec.kind == "record":
-                job.finish(result=self._recording(job, worker, last, printed))
+                outcome = {"result": self._recording(job, worker, last, printed)}
             else:
-                job.finish(error=self._training_error(job, worker, last))
+                outcome = {"error": self._training_error(job, worker, last)}
+            # Everything the job started (a child that left its session, in its namespace,
+            # cgroup and uid) is gone before its end is told; the next run never meets it.
+            worker.kill()
+            job.finish(**outcome)
         finally:
             worker.kill()
 
