@@ -106,10 +106,10 @@ with tf.GradientTape() as tape:
 print("student {i}", float(loss), float(tape.gradient(loss, w)))
 """
 PLOT = ".js-plotly-plot .scatterlayer, .js-plotly-plot canvas"
-# Drawn: the graph and the page's own timing line are in the DOM and the script run is over.
-DRAWN = """() => document.querySelector(PLOT)
-    && /Run → drawn in/.test(document.body.innerText)
-    && !document.querySelector('[data-testid="stStatusWidget"]')""".replace("PLOT", repr(PLOT))
+# Over: the page's own timing line is in the DOM and the script run is over; drawn if the
+# graph is there too (a failed run has the line and no graph).
+OVER = """() => /Run → drawn in/.test(document.body.innerText)
+    && !document.querySelector('[data-testid="stStatusWidget"]')"""
 PAGE_FIGURE = re.compile(r"Run → drawn in ([0-9.]+) s")
 
 
@@ -126,17 +126,20 @@ async def _open_all(url: str, n: int, share) -> list:
                 pages.append(await context.new_page())
 
             async def one(i, page):
-                link = share.link(url, code=share.encode(BROWSER_PROGRAM.format(i=i)))
+                link = share.link(url, code=BROWSER_PROGRAM.format(i=i))
                 try:
                     await page.goto(link, timeout=600_000)
-                    await page.wait_for_function(DRAWN, timeout=600_000, polling=200)
+                    await page.wait_for_function(OVER, timeout=600_000, polling=200)
+                    own = PAGE_FIGURE.search(await page.inner_text("body"))
+                    try:                  # plotly draws the figure after the script run
+                        await page.wait_for_selector(PLOT, state="attached", timeout=120_000)
+                    except Exception:  # noqa: BLE001 - no graph: the run failed
+                        return None, None, f"no graph: {own.group(0) if own else ''}"
                     # performance.now() counts from this page's navigation start.
                     seen = await page.evaluate("() => performance.now()") / 1000
                     text = await page.inner_text("body")
-                    own = PAGE_FIGURE.search(text)
-                    ok = f"student {i}" in text
-                    return (seen, float(own.group(1)) if own else None,
-                            None if ok else "its own output is not on the page")
+                    why = None if f"student {i}" in text else "not its own output"
+                    return seen, float(own.group(1)) if own else None, why
                 except Exception as exc:  # noqa: BLE001 - counted as a failed page
                     return None, None, f"{type(exc).__name__}: {str(exc)[:200]}"
             return await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
