@@ -1,10 +1,11 @@
 """Hosted mode's fork server: two jobs forked from the same sandboxed zygote, running at the
-same time, cannot reach each other or the zygote. The first job makes a file in /tmp, one in
-/dev/shm, a SysV message queue, a TCP listener on 127.0.0.1, an abstract Unix socket and a
-child process, and reaches each of them itself (the reference: the probe works); the second
-job runs the same probes against them, and against the host pids of the first job's uid and
-of the fork server's root processes, which this test finds in /proc. Every probe of the
-second must fail. Also: the zygote's walls, and a dead zygote's children dying with it."""
+same time, cannot reach each other or the zygote. The first job makes a file in its working
+directory, one in /dev/shm, a SysV message queue, a TCP listener on 127.0.0.1, an abstract
+Unix socket and a child process, and reaches each of them itself (the reference: the probe
+works); the second job runs the same probes against them, and against the host pids of the
+first job's uid and of the fork server's root processes, which this test finds in /proc.
+Every probe of the second must fail. Also: the zygote's walls, and a dead zygote's children
+dying with it."""
 import json
 import os
 import signal
@@ -29,7 +30,7 @@ KEYS = {{"first": 0x7A91, "second": 0x7A92}}
 
 
 def make(name):
-    with open(f"/tmp/probe-{{name}}", "w") as f:
+    with open(f"{{os.getcwd()}}/probe-{{name}}", "w") as f:
         f.write(name)
     with open(f"/dev/shm/probe-{{name}}", "w") as f:
         f.write(name)
@@ -63,7 +64,7 @@ def readable(pid):
 
 def reach(name, info, pids):
     pids = [p for p in pids if p and p != os.getpid()]
-    out = {{"file": os.path.exists(f"/tmp/probe-{{name}}"),
+    out = {{"file": os.path.exists(f"{{os.getcwd()}}/probe-{{name}}"),
            "shm": os.path.exists(f"/dev/shm/probe-{{name}}"),
            "sysv": libc.msgget(KEYS[name], 0) >= 0,
            "tcp": attempt(lambda: socket.create_connection(("127.0.0.1", info["tcp"]), 2)),
@@ -158,12 +159,14 @@ def test_a_job_that_tries_to_leave_its_walls_is_refused(pool):
         "    print(name, libc.unshare(flags), ctypes.get_errno())\n"
         "print('mount', libc.mount(b'none', b'/tmp', b'tmpfs', 0, None), ctypes.get_errno())\n"
         "print('setuid', libc.setuid(0), ctypes.get_errno())\n"
-        "print('tmp', sorted(os.listdir('/tmp')), os.getcwd())\n")
+        "print('cwd', sorted(os.listdir('.')), os.getcwd())\n"
+        "print('tmp', os.access('/tmp', os.W_OK))\n")
     assert rec["error"] is None, rec["error"]
     lines = rec["stdout"].splitlines()
     for line in lines[:5]:
         assert line.endswith(" -1 1"), line            # EPERM: the seccomp filter, no root
-    assert lines[5] == "tmp [] /tmp"                   # its own empty /tmp, its working dir
+    assert lines[5] == f"cwd [] {sandbox.FORKED_WORKDIR}"   # its own empty working dir
+    assert lines[6] == "tmp False"                     # and nothing else to write
 
 
 def test_a_dead_zygote_takes_its_jobs_and_is_replaced(pool):

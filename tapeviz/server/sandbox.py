@@ -112,8 +112,9 @@ def _dirs_for(dest: str, made: set) -> list:
 
 SANDBOX_MNIST_DIR = "/opt/mnist"
 # Hosted mode's fork server: the zygote's bwrap has a small tmpfs here; each forked worker
-# mounts its own (FORKED_DISK when no disk limit is set) over it and works in it.
-FORKED_WORKDIR = "/tmp"
+# mounts its own (FORKED_DISK when no disk limit is set) over it and works in it. Like a
+# spawned worker's, it is below a /tmp that only root may write.
+FORKED_WORKDIR = "/tmp/tapeviz-run"
 FORKED_DISK = 64 * 2**20
 
 

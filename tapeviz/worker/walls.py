@@ -1,5 +1,6 @@
 """The walls a hosted worker forked from the sandboxed zygote enters before any user code:
-its own pid, mount, IPC, network, UTS and cgroup namespaces, a private /tmp, /dev/shm,
+its own pid, mount, IPC, network, UTS and cgroup namespaces, a private working directory,
+/dev/shm,
 /dev/pts and /proc, its memory cgroup, a fresh unprivileged uid, no_new_privs and the
 seccomp filter. The zygote runs inside bwrap (read-only system, no network) as root and
 without the filter, because making these walls needs unshare and mount, which the filter
@@ -119,7 +120,7 @@ def _init(job_pid: int) -> None:
             os._exit(128 - code if code < 0 else code)
 
 
-def enter(uid: int, seccomp_program: bytes, disk_bytes: int, workdir: str = "/tmp",
+def enter(uid: int, seccomp_program: bytes, disk_bytes: int, workdir: str,
           cgroup_fd: int = -1) -> None:
     """Build the walls around this forked process; returns in the job's process only (the
     other two exit here with its code). Raises WallError before any user code could run."""

@@ -64,13 +64,13 @@ def _child(request: dict, fds: list, sock: socket.socket, wakeup: tuple,
         os._exit(code)
 
 
-def _check_walls(seccomp_program: bytes) -> str:
+def _check_walls(seccomp_program: bytes, workdir: str) -> str:
     """Build the walls once around a child that runs nothing: "" when they held, else why
     not (the server then spawns its workers instead)."""
     pid = os.fork()
     if pid == 0:
         try:
-            walls.enter(walls.PROBE_UID, seccomp_program, 2**20)
+            walls.enter(walls.PROBE_UID, seccomp_program, 2**20, workdir)
             os._exit(0 if walls.held() else 3)
         except BaseException as exc:          # noqa: BLE001 - reported by the exit code
             os.write(2, f"tapeviz zygote: {exc}\n".encode())
@@ -86,6 +86,7 @@ def main(argv=None) -> int:
     seccomp_program = None
     if "--walls" in argv:
         seccomp_program = _read_all(int(argv[argv.index("--walls") + 1]))
+        workdir = os.getcwd()                # where the sandbox put its children's workdir
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow  # noqa: F401  - the expensive import, shared by every child
     try:
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)   # wakes select through the pipe
     ready = {"type": "ready", "pid": os.getpid()}
     if seccomp_program is not None:
-        ready["walls"] = _check_walls(seccomp_program)
+        ready["walls"] = _check_walls(seccomp_program, workdir)
     sock.send(json.dumps(ready).encode())
     forked: set = set()
     while True:
