@@ -6,6 +6,15 @@ example and M training jobs through one Runner, as a class would hit the hosted 
 --link: the runs are pages opening one example's link at once, which share one run the way
 the page sends them (tapeviz/page/link_runs.py); without it, 30 different programs.
 
+    python bench/hosted_load.py --browsers 30
+
+--browsers N: N real Chromium pages (each its own browser context, so its own cookie) against
+one hosted app (`streamlit run app.py`, TAPEVIZ_MODE=hosted, the sandbox as the machine
+allows), each opening at once a share link (`?code=`) to a different small program. Prints
+page open -> graph drawn as each browser measured it (performance.now(), read when the graph
+and the page's "Run → drawn in" line are both in the DOM) beside that line's own figure, at
+p50 / p95, and the machine's load average before and after: other work on it shows there.
+
 Every job must complete (queued first if need be): none may fail or be lost. Prints the
 latency of the runs (submitted -> recording back, queueing included) at p50 / p95, the
 training jobs' latencies, and the peak memory of the worker processes (sum of their RSS,
@@ -14,17 +23,22 @@ sampled from /proc every 0.2 s; no psutil needed).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import re
 import sys
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from tapeviz import examples  # noqa: E402
 from tapeviz.page.link_runs import LinkRuns  # noqa: E402
 from tapeviz.server import runner  # noqa: E402
+
+import browser_util  # noqa: E402  (the browser tests' server and chromium)
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -83,6 +97,108 @@ def percentile(values, q):
     return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
+# A small program per page, each a different text (so no page shares another's run).
+BROWSER_PROGRAM = """import tensorflow as tf
+w = tf.Variable({i}.0)
+x = tf.constant([1.0, 2.0, 3.0])
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum((w * x - {i}) ** 2)
+print("student {i}", float(loss), float(tape.gradient(loss, w)))
+"""
+PLOT = ".js-plotly-plot .scatterlayer, .js-plotly-plot canvas"
+# Over: the page's own timing line is in the DOM and the script run is over; drawn if the
+# graph is there too (a failed run has the line and no graph).
+OVER = """() => /Run → drawn in/.test(document.body.innerText)
+    && !document.querySelector('[data-testid="stStatusWidget"]')"""
+# When each page first showed the app, its run's "Run → drawn in" line, and the graph
+# (performance.now(), ms from navigation): where a browser's wait goes. textContent, not
+# innerText, so that watching forces no layout.
+MARKS = """window.__marks = {};
+new MutationObserver(() => {
+  const t = performance.now(), m = window.__marks;
+  const text = document.body ? document.body.textContent : '';
+  if (!m.app && text.includes('Tape debugger')) m.app = t;
+  if (!m.line && text.includes('Run → drawn in')) m.line = t;
+  if (!m.graph && document.querySelector(PLOT)) m.graph = t;
+}).observe(document, {subtree: true, childList: true, characterData: true});
+""".replace("PLOT", repr(PLOT))
+PAGE_FIGURE = re.compile(r"Run → drawn in ([0-9.]+) s")
+
+
+async def _open_all(url: str, n: int, share) -> list:
+    """(browser seconds, the page's own seconds, error, {mark: seconds}) per page, all
+    opened at once."""
+    from playwright.async_api import async_playwright
+    async with async_playwright() as p:
+        chromium = await p.chromium.launch(executable_path=browser_util.CHROMIUM,
+                                           args=browser_util.ARGS)
+        try:
+            pages = []
+            for _ in range(n):          # one context each: its own cookie, its own client
+                context = await chromium.new_context(viewport=browser_util.VIEWPORT)
+                await context.add_init_script(MARKS)
+                pages.append(await context.new_page())
+
+            async def one(i, page):
+                link = share.link(url, code=BROWSER_PROGRAM.format(i=i))
+                try:
+                    await page.goto(link, timeout=600_000)
+                    await page.wait_for_function(OVER, timeout=600_000, polling=200)
+                    own = PAGE_FIGURE.search(await page.inner_text("body"))
+                    try:                  # plotly draws the figure after the script run
+                        await page.wait_for_selector(PLOT, state="attached", timeout=120_000)
+                    except Exception:  # noqa: BLE001 - no graph: the run failed
+                        return None, None, f"no graph: {own.group(0) if own else ''}", {}
+                    # performance.now() counts from this page's navigation start.
+                    seen = await page.evaluate("() => performance.now()") / 1000
+                    marks = {k: v / 1000 for k, v in
+                             (await page.evaluate("() => window.__marks")).items()}
+                    text = await page.text_content("body")
+                    why = None if f"student {i}" in text else "not its own output"
+                    return seen, float(own.group(1)) if own else None, why, marks
+                except Exception as exc:  # noqa: BLE001 - counted as a failed page
+                    return None, None, f"{type(exc).__name__}: {str(exc)[:200]}", {}
+            return await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
+        finally:
+            await chromium.close()
+
+
+def browsers(n: int) -> int:
+    """The --browsers mode: n pages against one hosted app."""
+    from tapeviz.page import share
+    env = {"TAPEVIZ_MODE": "hosted", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    with browser_util.streamlit_server(env=env) as url:
+        before = os.getloadavg()
+        # One page first, not counted: the server a class meets has been up for a while.
+        warm = asyncio.run(_open_all(url, 1, share))[0]
+        print(f"hosted app up (TAPEVIZ_MODE=hosted, {os.cpu_count()} cpus); a first page "
+              f"drawn in {warm[0] or float('nan'):.1f} s (not counted){' ' + warm[2] if warm[2] else ''}",
+              flush=True)
+        started = time.monotonic()
+        results = asyncio.run(_open_all(url, n, share))
+        wall = time.monotonic() - started
+        after = os.getloadavg()
+    seen = [r[0] for r in results if r[0] is not None and r[2] is None]
+    own = [r[1] for r in results if r[1] is not None and r[2] is None]
+    failed = [r[2] for r in results if r[2] is not None]
+    print(f"{n} pages opening a ?code= link each, at once: {len(seen)} drawn, "
+          f"{len(failed)} failed; all in {wall:.1f} s")
+    print(f"  in the browsers (page open -> graph drawn): p50 {percentile(seen, .5):.1f} s, "
+          f"p95 {percentile(seen, .95):.1f} s, max {max(seen, default=float('nan')):.1f} s")
+    print(f"  the pages' own 'Run → drawn in':            p50 {percentile(own, .5):.1f} s, "
+          f"p95 {percentile(own, .95):.1f} s, max {max(own, default=float('nan')):.1f} s")
+    marks = {k: [r[3][k] for r in results if r[2] is None and k in r[3]]
+             for k in ("app", "line", "graph")}
+    print(f"  in the browsers, p50 from page open: the app shown {percentile(marks['app'], .5):.1f}"
+          f" s, its run's line {percentile(marks['line'], .5):.1f} s, the graph "
+          f"{percentile(marks['graph'], .5):.1f} s")
+    print(f"  load average (1, 5, 15 min) before {before[0]:.1f} {before[1]:.1f} "
+          f"{before[2]:.1f}, after {after[0]:.1f} {after[1]:.1f} {after[2]:.1f}")
+    for why in failed[:5]:
+        print("  failed page:", why)
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
@@ -90,7 +206,11 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=500, help="digits per training job")
     parser.add_argument("--link", action="store_true",
                         help="the runs open one example's link, sharing its run")
+    parser.add_argument("--browsers", type=int, default=0,
+                        help="N Chromium pages opening a ?code= link each against the app")
     args = parser.parse_args()
+    if args.browsers:
+        return browsers(args.browsers)
 
     os.environ.setdefault("TAPEVIZ_MODE", "hosted")
     config = runner.Config.from_env()

@@ -1,4 +1,11 @@
-"""What the hosted-mode tests share: the check that a pool still serves a normal run."""
+"""What the hosted-mode tests share: the check that a pool still serves a normal run, and
+pools whose workers start either way hosted mode knows (forked from the sandboxed zygote,
+or spawned each into its own bwrap), so every hostile case runs against both."""
+import pytest
+
+from tapeviz.server import runner, sandbox
+
+STARTS = ("forked", "spawned")
 
 
 def works(pool):
@@ -6,3 +13,20 @@ def works(pool):
     rec = pool.record("import tensorflow as tf\nprint(tf.constant(2.0) * 3.0)\n")
     assert rec["error"] is None, rec["error"]
     assert "6.0" in rec["stdout"]
+
+
+def hosted_pool(env: dict, start: str) -> runner.Runner:
+    """A hosted Runner whose workers are `start`ed ("forked" or "spawned"); skips the forked
+    kind where it cannot run (no bwrap or not root), and checks it really forks."""
+    if start == "forked" and not (sandbox.probe()[0] and sandbox.UidPool.available()):
+        pytest.skip("the fork server needs a usable bwrap and a root server")
+    pool = runner.Runner(runner.Config.from_env(
+        dict(env, TAPEVIZ_ZYGOTE="1" if start == "forked" else "0")))
+    if start == "forked":
+        zygote = pool.zygote
+        assert zygote is not None and zygote.sandboxed
+        assert zygote.ready.wait(runner.READY_TIMEOUT_S) and zygote.usable, zygote.walls_failed
+        assert pool.status()["workers"] == "forked"
+    else:
+        assert pool.status()["workers"] == "spawned"
+    return pool

@@ -18,7 +18,7 @@ import pytest
 from tapeviz import metrics
 from tapeviz.server import jobs, runner, sandbox
 
-from hosted_util import works
+from hosted_util import STARTS, hosted_pool, works
 
 pytestmark = pytest.mark.slow   # sandboxed workers, Runners and `python -m tapeviz`
 
@@ -29,9 +29,9 @@ HOSTED_ENV = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WORKERS": "2", "TAPEVIZ_WARM": 
               "TAPEVIZ_TIMEOUT_S": "5"}
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pool = runner.Runner(runner.Config.from_env(HOSTED_ENV))
+@pytest.fixture(scope="module", params=STARTS)
+def pool(request):
+    pool = hosted_pool(HOSTED_ENV, request.param)
     yield pool
     pool.close()
 

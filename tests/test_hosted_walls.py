@@ -18,7 +18,7 @@ import pytest
 
 from tapeviz.server import cgroup, protocol, runner, sandbox, seccomp
 
-from hosted_util import works
+from hosted_util import STARTS, hosted_pool, works
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
@@ -29,9 +29,9 @@ HOSTED_ENV = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WORKERS": "2", "TAPEVIZ_WARM": 
 libc = ctypes.CDLL(None, use_errno=True)
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pool = runner.Runner(runner.Config.from_env(HOSTED_ENV))
+@pytest.fixture(scope="module", params=STARTS)
+def pool(request):
+    pool = hosted_pool(HOSTED_ENV, request.param)
     yield pool
     pool.close()
 

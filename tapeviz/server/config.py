@@ -39,7 +39,7 @@ class Config:
     training: int = 1                # training jobs at once (their own queue, beside the runs)
     limits: Limits = field(default_factory=Limits)
     sandbox: str = "auto"            # hosted mode: "auto" (bwrap when it works), "bwrap", "none"
-    zygote: bool = True              # local mode: fork workers from one TF-imported process
+    zygote: bool = True              # fork workers from one TF-imported process (hosted: sandboxed)
     link_run_s: float = 900.0        # how long pages opening an example's link share its run
     jobs_per_session: Optional[int] = 4    # queued + running jobs (runs and training) one owner may hold
     jobs_per_client: Optional[int] = 8     # the same for one browser (all its tabs' sessions)
@@ -53,7 +53,7 @@ class Config:
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
         _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits; TAPEVIZ_ZYGOTE=0
-        spawns local workers instead of forking them; TAPEVIZ_LINK_RUN_S (0: never) is how
+        spawns workers instead of forking them (in hosted mode, each into its own bwrap); TAPEVIZ_LINK_RUN_S (0: never) is how
         long the pages that open one example's link share its recording;
         TAPEVIZ_JOBS_PER_SESSION and _JOBS_PER_CLIENT (0: no cap) cap the queued and running
         jobs of one session and one browser. In the app, Streamlit secrets named TAPEVIZ_*

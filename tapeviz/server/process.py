@@ -82,6 +82,43 @@ class Worker:
         self.workdir = tempfile.mkdtemp(prefix="tapeviz-")
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
+        memory = config.limits.memory_bytes or config.limits.address_space_bytes
+        self.cgroup = cgroups.make(memory) if cgroups is not None and memory else None
+        try:
+            self.proc = self._fork(config, zygote, bwrap) or self._spawn(config, bwrap)
+        except BaseException:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            if uids is not None:
+                uids.give_back(self.uid)
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        self.messages: queue.Queue = queue.Queue()
+        self.ready = threading.Event()   # set by its "ready" message, or when it is gone
+        self._job_sent = False
+        self._killed = False
+        self._kill_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _fork(self, config: Config, zygote, bwrap: Optional[str]):
+        """A worker forked from the zygote (TF already imported), or None: local mode's
+        plain zygote when no wall is asked for, or hosted mode's sandboxed one, whose child
+        builds its own walls (its uid, its cgroup, a tmpfs at the sandbox's workdir)."""
+        if zygote is None:
+            return None
+        try:
+            if zygote.sandboxed:
+                return zygote.fork(sandbox.FORKED_WORKDIR, uid=self.uid,
+                                   disk_bytes=config.limits.disk_bytes or sandbox.FORKED_DISK,
+                                   cgroup_procs=self.cgroup and self.cgroup.procs_file)
+            if not bwrap and self.uid is None and self.cgroup is None:
+                return zygote.fork(self.workdir)
+        except OSError:
+            pass                   # the zygote is gone or not ready: spawn this one
+        return None
+
+    def _spawn(self, config: Config, bwrap: Optional[str]) -> subprocess.Popen:
+        """A worker started as a new process (in its own bwrap when there is one)."""
         env = _worker_env(config, self.workdir, sandboxed=bool(bwrap))
         command = [sys.executable, "-m", "tapeviz.worker"]
         if self.uid is not None:
@@ -93,42 +130,20 @@ class Worker:
                                          mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
                                          disk_bytes=config.limits.disk_bytes,
                                          seccomp_fd=seccomp_fd)
-        memory = config.limits.memory_bytes or config.limits.address_space_bytes
-        self.cgroup = cgroups.make(memory) if cgroups is not None and memory else None
         if self.cgroup is not None:
             # The first process puts itself in the cgroup before it execs the worker, so
             # nothing the worker ever starts is outside it.
             command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"',
                        self.cgroup.procs_file] + command
-        self.proc = None
-        if zygote is not None and not bwrap and self.uid is None and self.cgroup is None:
-            try:                     # local mode: forked from the zygote, TF already imported
-                self.proc = zygote.fork(self.workdir)
-            except OSError:
-                self.proc = None
         try:
-            if self.proc is None:
-                self.proc = _spawner.call(lambda: subprocess.Popen(
-                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL if config.hosted else None,
-                    cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
-                    pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
-        except BaseException:
-            if self.cgroup is not None:
-                self.cgroup.remove()
-            if uids is not None:
-                uids.give_back(self.uid)
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            raise
+            return _spawner.call(lambda: subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if config.hosted else None,
+                cwd=self.workdir, env=env, start_new_session=True,  # killpg reaches children
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,)))
         finally:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
-        self.messages: queue.Queue = queue.Queue()
-        self.ready = threading.Event()   # set by its "ready" message, or when it is gone
-        self._job_sent = False
-        self._killed = False
-        self._kill_lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         stream = self.proc.stdout
@@ -187,10 +202,13 @@ class Worker:
             if self._killed:
                 return
             self._killed = True
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if isinstance(self.proc, subprocess.Popen):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        else:
+            self.proc.kill_group()           # forked: its zygote knows its group
         if self.cgroup is not None:
             self.cgroup.kill()               # everything it started, whatever its session
         try:
@@ -240,8 +258,11 @@ def spawn(*args, **kwargs) -> subprocess.Popen:
     return _spawner.call(lambda: subprocess.Popen(*args, **kwargs))
 
 
-def worker_env(config: Config) -> dict:
-    """The environment of a local worker (the zygote's, which its children inherit)."""
+def worker_env(config: Config, sandboxed: bool = False) -> dict:
+    """The environment of the zygote, which its children inherit: a local worker's, or in
+    the sandbox a hosted worker's whose working directory is FORKED_WORKDIR."""
+    if sandboxed:
+        return _worker_env(config, sandbox.FORKED_WORKDIR, sandboxed=True)
     return _worker_env(config, tempfile.gettempdir())
 
 

@@ -5,6 +5,7 @@ at once. No TensorFlow here: the Streamlit process imports this module.
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -63,16 +64,32 @@ class Runner:
         self._trainings = FairQueue(self.config.training, self._shares)
         self._jobs: dict = {}
         self._closed = False
-        # Local mode forks workers from a zygote (TF imported once): every Run finds a worker
-        # in milliseconds, each job still in a process of its own. Hosted mode spawns each
-        # worker into its own sandbox, so it keeps a warm pool of spawned workers.
+        # Workers fork from a zygote (TF imported once): every Run finds a worker in
+        # milliseconds, each job still in a process of its own. Hosted mode's zygote runs in
+        # the sandbox and each child builds its own walls; where it cannot (no root, no
+        # seccomp table, walls that do not hold) each worker is spawned into its own bwrap.
         self.zygote: Optional[Zygote] = None
         self._zygote_lock = threading.Lock()
-        if not self.config.hosted and self.config.zygote:
-            self.zygote = _start_zygote(self.config)
+        self.spawned_why = self._why_spawned()
+        if not self.spawned_why:
+            self.zygote = _start_zygote(self.config, self.bwrap)
             threading.Thread(target=self.fill, daemon=True).start()
         else:
             self.fill()
+
+    def _why_spawned(self) -> str:
+        """"" when workers fork from a zygote, else why they are spawned."""
+        if not self.config.zygote:
+            return "TAPEVIZ_ZYGOTE=0"
+        if not self.config.hosted:
+            return ""
+        if self.bwrap is None:
+            return "no sandbox to run the zygote in"
+        if self.uids is None:
+            return "the server is not root, so no per-job user ids"
+        if sandbox.seccomp.program() is None:
+            return "no seccomp table for this machine"
+        return ""
 
     def _set_up_hosted(self) -> None:
         """The walls, or a refusal: hosted mode never runs strangers' code unsandboxed
@@ -132,6 +149,7 @@ class Runner:
                 ("seccomp filter", self.sandboxed and sandbox.seccomp.program() is not None,
                  "no new namespaces, mount, ptrace, keyctl, bpf, io_uring, memfd, SysV shm"),
                 ("own user id per worker", self.uids is not None, "when the server is root"),
+                self._start_row(),
                 ("memory cgroup per worker", self.cgroups is not None and self.cgroups.available,
                  self.cgroups.describe() if self.cgroups is not None else "local mode")]
         if limits.address_space_bytes:
@@ -140,6 +158,19 @@ class Runner:
                          f"{limits.address_space_bytes / 2**30:g} GiB address space, "
                          f"{limits.processes} processes, {limits.open_files} open files"))
         return rows
+
+    def _start_row(self) -> tuple:
+        """How workers start: forked from the (sandboxed) zygote, or spawned, and why."""
+        if self.zygote is None:
+            return ("fork server", False,
+                    f"each worker is spawned and imports TensorFlow ({self.spawned_why})")
+        if not self.config.hosted:
+            return ("fork server", True, "workers fork from a zygote that imported "
+                    "TensorFlow; each job in a fresh process")
+        return ("fork server", True, "workers fork from a zygote that imported TensorFlow "
+                "inside the sandbox and never runs user code; each job then enters its own "
+                "pid, mount, IPC and network namespaces, a private /tmp and /dev/shm, its "
+                "memory cgroup and user id, and the seccomp filter")
 
     @property
     def sandboxed(self) -> bool:
@@ -152,10 +183,24 @@ class Runner:
             if not zygote.alive and not self._closed:
                 with self._zygote_lock:
                     if self.zygote is zygote:
-                        self.zygote = _start_zygote(self.config)
+                        self.zygote = _start_zygote(self.config, self.bwrap)
                     zygote = self.zygote
             zygote.ready.wait(READY_TIMEOUT_S)
+            if zygote.walls_failed:
+                self._give_up_forking(zygote)
+                zygote = None
         return Worker(self.config, self.bwrap, self.uids, self.cgroups, zygote)
+
+    def _give_up_forking(self, zygote: Zygote) -> None:
+        """The sandboxed zygote's children could not enter their walls: spawn from now on."""
+        with self._zygote_lock:
+            if self.zygote is not zygote:
+                return
+            self.zygote = None
+            self.spawned_why = f"the fork server's walls did not hold: {zygote.walls_failed}"
+            self.notes.append(f"Workers are spawned: {self.spawned_why}.")
+            log.warning("tapeviz: %s", self.notes[-1])
+        zygote.close()
 
     def fill(self) -> None:
         with self._lock:
@@ -186,6 +231,7 @@ class Runner:
 
     def status(self) -> dict:
         return {"mode": self.config.mode, "sandbox": "bwrap" if self.sandboxed else "none",
+                "workers": "spawned" if self.zygote is None else "forked",
                 "isolated": self.sandboxed,
                 "runs": self._runs.busy, "trainings": self._trainings.busy,
                 "waiting": self.waiting, "warnings": list(self.warnings),
@@ -311,9 +357,13 @@ class Runner:
             job.emit(Phase("running"))
             last, printed = self._listen(job, worker)
             if spec.kind == "record":
-                job.finish(result=self._recording(job, worker, last, printed))
+                outcome = {"result": self._recording(job, worker, last, printed)}
             else:
-                job.finish(error=self._training_error(job, worker, last))
+                outcome = {"error": self._training_error(job, worker, last)}
+            # Everything the job started (a child that left its session, in its namespace,
+            # cgroup and uid) is gone before its end is told; the next run never meets it.
+            worker.kill()
+            job.finish(**outcome)
         finally:
             worker.kill()
 
@@ -439,8 +489,17 @@ def _usable(worker) -> bool:
     return worker.proc.poll() is None and not getattr(worker.proc, "orphaned", False)
 
 
-def _start_zygote(config: Config) -> Zygote:
-    return Zygote(process.worker_env(config), tempfile.gettempdir(), start=process.spawn)
+def _start_zygote(config: Config, bwrap: Optional[str] = None) -> Zygote:
+    """Local mode's zygote, or with `bwrap` hosted mode's, inside the sandbox."""
+    if bwrap is None:
+        return Zygote(process.worker_env(config), tempfile.gettempdir(), start=process.spawn)
+    env = process.worker_env(config, sandboxed=True)
+    seccomp_fd = sandbox.seccomp_file()
+    try:
+        return Zygote(env, tempfile.gettempdir(), start=process.spawn,
+                      wrap=sandbox.zygote_wrap(bwrap, env), seccomp_fd=seccomp_fd)
+    finally:
+        os.close(seccomp_fd)
 
 
 def _cancelled(source: str) -> dict:

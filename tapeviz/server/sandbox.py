@@ -111,6 +111,20 @@ def _dirs_for(dest: str, made: set) -> list:
 
 
 SANDBOX_MNIST_DIR = "/opt/mnist"
+# Hosted mode's fork server: the zygote's bwrap has a small tmpfs here; each forked worker
+# mounts its own (FORKED_DISK when no disk limit is set) over it and works in it. Like a
+# spawned worker's, it is below a /tmp that only root may write.
+FORKED_WORKDIR = "/tmp/tapeviz-run"
+FORKED_DISK = 64 * 2**20
+
+
+def zygote_wrap(bwrap: str, env: dict):
+    """The command line wrapper that starts the hosted zygote in the sandbox's view (no
+    network, read-only system, own pid namespace) but without the seccomp filter: it needs
+    unshare and mount to build each child's walls, and never runs user code itself."""
+    return lambda command: bwrap_args(bwrap, FORKED_WORKDIR, env, command,
+                                      mnist_dir=os.environ.get("TAPEVIZ_MNIST_DIR"),
+                                      disk_bytes=2**20)
 
 
 def bwrap_args(bwrap: str, workdir: str, env: dict, command: list,
