@@ -95,6 +95,11 @@ def show_graph(state, rec: Recording):
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     calling = call_index is not None
+    if rec.tapes:     # what the picture shows, in one sentence (names escaped by view.sentence)
+        try:
+            st.markdown(view.sentence(rec, key))
+        except (ValueError, KeyError, IndexError, StopIteration):
+            pass      # a view that cannot be drawn says so below
     layers = graph.group_keys(rec)
     with controls:
         fold = st.toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
