@@ -41,7 +41,7 @@ def start():
               "use_tf_function": bool(s.t_tf_function)}
     if s.get("t_upload_b64"):
         config["upload_b64"] = s.t_upload_b64
-    s.train_run = train_state.Run(session.runner(), config, owner_id())
+    s.train_run = train_state.Run(session.runner(), config, owner_id(), client=session.client_id())
 
 
 def figure(name, version, build):

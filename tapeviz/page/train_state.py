@@ -70,7 +70,7 @@ class Run:
     page has looked at for ABANDONED_S (a closed tab); the page only reads.
     """
 
-    def __init__(self, runner, config: dict, owner_id: Optional[str] = None):
+    def __init__(self, runner, config: dict, owner_id: Optional[str] = None, client: Optional[str] = None):
         self.config = dict(config)
         self.job = None
         self.place: Optional[int] = None      # place in the runner's queue while waiting
@@ -84,12 +84,13 @@ class Run:
         self.done: Optional[dict] = None
         self.snapshot: Optional[dict] = None  # the latest "snapshot" record (Inspect this step)
         self.seen = time.monotonic()          # when a page last showed it (see `touch`)
-        self._runner, self._owner_id = runner, owner_id
+        # client: the browser (session.client_id), whose tabs share one fair share of workers
+        self._runner, self._owner_id, self._client = runner, owner_id, client
         threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
 
     def _start(self) -> None:
         try:
-            self.job = self._runner.submit(Train(self.config), owner=self._owner_id)
+            self.job = self._runner.submit(Train(self.config), owner=self._owner_id, client=self._client)
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
             return
