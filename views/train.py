@@ -86,8 +86,13 @@ head.markdown("**Train MNIST, eagerly:** TensorFlow's eager guide's loop, a `Gra
 with walls:
     mode.banner(compact=True)
 
+# The settings fold away once a run exists, so that its loss chart is above the fold at
+# 1280x720; their label keeps saying what the run uses.
+run = st.session_state.get("train_run")
+settings = st.expander(train_state.settings_words(run.config if run else None, MODELS),
+                       expanded=run is None, icon=":material/tune:")
 # Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
-c = [*st.columns([2.4, 1.1, 1.6, 1.6]), *st.columns([2.4, 1.1, 1.6, 1.6])]
+c = [*settings.columns([2.4, 1.1, 1.6, 1.6]), *settings.columns([2.4, 1.1, 1.6, 1.6])]
 c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")
 c[1].number_input("Epochs", 1, 50, 3, key="t_epochs")
 c[2].selectbox("Batch size", [16, 32, 64, 128, 256], index=1, key="t_batch")
@@ -102,9 +107,9 @@ with c[3]:
               help="Run the train step under @tf.function. Eager runs each op from Python; "
                    "tf.function traces the step once into a graph.")
 
-with st.expander("Where the digits come from"):
-    st.markdown(
-        "The worker takes the first source that works: **1.** the directory in `TAPEVIZ_MNIST_DIR` "
+with settings:
+    st.caption(
+        "**Where the digits come from:** the worker takes the first source that works: **1.** the directory in `TAPEVIZ_MNIST_DIR` "
         "(IDX `.gz` files or `mnist.npz`); **2.** Keras's cache `~/.keras/datasets/mnist.npz`; "
         "**3.** Keras's download; **4.** an `mnist.npz` uploaded here; **5.** offline, "
         "scikit-learn's 1,797 bundled 8x8 digits. The run says which one it used.")
@@ -113,7 +118,6 @@ with st.expander("Where the digits come from"):
     if note := st.session_state.get("t_upload_note"):
         getattr(st, note[0])(note[1])
 
-run = st.session_state.get("train_run")
 live_when_drawn = bool(run and run.live)
 
 
@@ -165,6 +169,20 @@ def dashboard():
     label = (f"step {p['step']:,} of {p['total']:,}  ·  epoch {p['epoch']} of {p['epochs']}"
              if p["total"] else "waiting for the first step…")
     st.progress(p["fraction"], text=label)
+    if run.error:
+        st.error(f"**The run failed:** {literal(run.error, 2_000)}")
+    steps = train_state.thin(run.steps)
+    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
+    left, right = st.columns(2)
+    log_loss = bool(st.session_state.get("t_log_loss"))
+    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
+                      key="loss_chart", height=380)
+    left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
+                "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
+    right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
+                              lambda: train_figures.accuracy_figure(run.evals)),
+                       key="accuracy_chart", height=380)
+    # The numbers, the data and the warnings under the first charts: they are above the fold
     m = st.columns(6)
     m[0].metric("Step", f"{p['step']:,}")
     m[1].metric("Epoch", f"{p['epoch']} / {p['epochs']}")
@@ -187,25 +205,13 @@ def dashboard():
             with st.expander("Sources passed over"):
                 st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
 
-    if run.error:
-        st.error(f"**The run failed:** {literal(run.error, 2_000)}")
     listed = train_state.first_per_layer(run.warnings)
     for warning in listed[:6]:
         (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
     if len(listed) > 6:
         st.caption(f"…and {len(listed) - 6} more layers with warnings (see the gradient chart).")
 
-    steps = train_state.thin(run.steps)
-    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
     left, right = st.columns(2)
-    log_loss = bool(st.session_state.get("t_log_loss"))
-    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
-                      key="loss_chart", height=380)
-    left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
-                "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
-    right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
-                              lambda: train_figures.accuracy_figure(run.evals)),
-                       key="accuracy_chart", height=380)
     left.plotly_chart(figure("grad", (n, k), lambda: train_figures.grad_norm_figure(steps, run.warnings)),
                       key="grad_chart", height=460)
     right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),

@@ -304,3 +304,12 @@ def first_per_layer(warnings: list) -> list:
 def speed_key(config: dict) -> tuple:
     """Speeds compare only like with like: the same model and batch size."""
     return (config.get("model"), int(config.get("batch_size") or 0))
+
+
+def settings_words(config: Optional[dict], models: dict) -> str:
+    """The training settings' label: once a run exists (and they fold away), what it uses."""
+    if not config:
+        return "Settings"
+    return (f"Settings: {models.get(config['model'], config['model'])}, {config['epochs']} "
+            f"epoch{'s' * (config['epochs'] != 1)}, batch {config['batch_size']}, learning rate "
+            f"{config['learning_rate']:g}" + (", tf.function" if config.get("use_tf_function") else ""))
