@@ -6,7 +6,7 @@ import streamlit as st
 
 from tapeviz import data
 from tapeviz.draw import train_figures
-from tapeviz.page import debugger_state, mode, session, train_state
+from tapeviz.page import charts, debugger_state, mode, session, train_state
 from tapeviz.page.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
@@ -49,7 +49,7 @@ def figure(name, version, build):
     is taken from training (the prediction grid alone costs ~0.2 s to build)."""
     memo = st.session_state.setdefault("_train_figures", {})
     if name not in memo or memo[name][0] != version:
-        memo[name] = (version, build())
+        memo[name] = (version, charts.legible(build()))
     return memo[name][1]
 
 

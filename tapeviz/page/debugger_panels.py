@@ -13,7 +13,7 @@ import streamlit as st
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import editor, messages, opened, session, share, view
+from . import charts, editor, messages, opened, session, share, view
 from .markdown import literal
 
 
@@ -222,6 +222,7 @@ def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
 def clickable_steps(fig):
     """Each step a point a click selects: plotly selects no point of a lines-only trace, so
     the run's lines get small markers; few steps get a tick per step, not "2.5"."""
+    fig = charts.legible(fig)
     fig.update_traces(mode="lines+markers", marker_size=5)
     steps = max((len(t.x) for t in fig.data if t.x is not None), default=0)
     if steps <= 12:

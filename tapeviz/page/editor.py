@@ -18,7 +18,7 @@ EDITOR_CSS = (f".{ERROR_CLASS} {{position:absolute; background:rgba(213,94,0,.22
               # Python's colours, ours (see ACE_PROPS' theme): the component's textmate has none.
               # Dark enough to read on a washed-out projector; blue and vermillion tell apart
               # for every colour vision.
-              ".ace_editor {background:#fafafa; color:#111;} .ace_gutter {background:#eef0f2; color:#555;}"
+              ".ace_editor {background:#fafafa; color:#111; line-height:1.5;} .ace_gutter {background:#eef0f2; color:#555;}"
               ".ace_keyword, .ace_storage {color:#0050a0; font-weight:600;}"
               ".ace_string {color:#9a3c00;} .ace_constant.ace_numeric, .ace_constant.ace_language {color:#6a2e8c;}"
               ".ace_comment {color:#5f6b63; font-style:italic;} .ace_support.ace_function {color:#00734f;}"
