@@ -23,7 +23,9 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}"
+        # Streamlit's captions, pale grey at 60% opacity, fade on a projector
+        "[data-testid='stCaptionContainer'] {color: #3a3a3a !important; opacity: 1 !important;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
@@ -109,7 +111,8 @@ with c[3]:
 
 with settings:
     st.caption(
-        "**Where the digits come from:** the worker takes the first source that works: **1.** the directory in `TAPEVIZ_MNIST_DIR` "
+        "**Where the digits come from:** the worker takes the first source that works: "
+        "**1.** the directory in `TAPEVIZ_MNIST_DIR` "
         "(IDX `.gz` files or `mnist.npz`); **2.** Keras's cache `~/.keras/datasets/mnist.npz`; "
         "**3.** Keras's download; **4.** an `mnist.npz` uploaded here; **5.** offline, "
         "scikit-learn's 1,797 bundled 8x8 digits. The run says which one it used.")
