@@ -18,8 +18,11 @@ EXPLODE_FACTOR = 1e3        # three orders above it: exploding
 class GradientWatch:
     """Turns per-variable gradient norms into warnings, at most one per layer and kind.
 
-    A variable's early level is the median of its norm over the first EARLY_STEPS steps;
-    a collapse or blow-up is judged against it, so a layer that starts small is not flagged.
+    A variable's early level is the median of its norm over the first EARLY_STEPS steps
+    while it was alive (norm above 0): a learning rate of 1.0 kills the guide CNN's layers
+    by step 4, and the zeros after must not make the level 0, which would hide the death it
+    is there to show. A collapse or blow-up is judged against it from the step that sets it,
+    so a layer that starts small is not flagged.
     """
 
     def __init__(self):
@@ -40,12 +43,17 @@ class GradientWatch:
             if path not in self.early:
                 seen = self.history.setdefault(path, [])
                 seen.append(norm)
-                if len(seen) >= EARLY_STEPS:
-                    self.early[path] = float(np.median(seen))
-                    del self.history[path]
-                continue
+                if len(seen) < EARLY_STEPS:
+                    continue
+                alive = [n for n in seen if n > 0]
+                self.early[path] = float(np.median(alive)) if alive else 0.0
+                del self.history[path]      # never alive: run_figures.judge calls it dead
             early = self.early[path]
-            if early > 0 and norm < early * COLLAPSE_FACTOR:
+            if early > 0 and norm == 0:
+                warnings += self._warn(step, layer, "vanishing",
+                                       f"no gradient reaches {path} any more (its norm is 0, from "
+                                       f"{early:.3g} early on): the layer is dead")
+            elif early > 0 and norm < early * COLLAPSE_FACTOR:
                 warnings += self._warn(step, layer, "vanishing",
                                        f"gradient norm of {path} fell to {norm:.3g} from {early:.3g} early on")
             elif early > 0 and norm > early * EXPLODE_FACTOR:

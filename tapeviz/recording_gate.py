@@ -232,7 +232,9 @@ STEP_SOURCE = {"tensor": _int, "name": _opt_name, "variable": _opt_name, "layer"
 ALERT = {"kind": _name, "op": _opt_int, "tensor": _int, "phase": _name, **LINE_FIELDS}
 FRAME = {"function": _opt_name, **LINE_FIELDS}
 ERROR = {"type": _name, "message": _opt_text, "hint": _opt_text,
-         "stack": lambda x: type(x) is list and len(x) <= 1000 and all(_object(f, FRAME) for f in x),
+         # None when the error has no frames in the user's files (a syntax error, a timeout)
+         "stack": lambda x: x is None or (type(x) is list and len(x) <= 1000
+                                          and all(_object(f, FRAME) for f in x)),
          **LINE_FIELDS}
 WARNING = {"message": _opt_text, **LINE_FIELDS}
 # The text the graph draws, counted against bounds()["text"].

@@ -88,6 +88,14 @@ def browser_page():
 
 
 def assert_no_exception(page):
-    text = page.inner_text("body")
-    assert "Traceback" not in text
+    """No exception of the app's own. A program's uncaught error is printed to its stderr
+    as Python prints it, and the page shows that stderr in a code block: a traceback there
+    is the program's, whose frames are the program's files, never tapeviz's or Streamlit's."""
     assert page.locator("[data-testid='stException']").count() == 0
+    outside = page.evaluate("""() => { const body = document.body.cloneNode(true);
+        body.querySelectorAll("[data-testid='stCode']").forEach(e => e.remove());
+        return body.innerText; }""")
+    assert "Traceback" not in outside
+    for block in page.locator("[data-testid='stCode']").all_inner_texts():
+        if "Traceback" in block:
+            assert "tapeviz" not in block and "streamlit" not in block, block

@@ -80,6 +80,9 @@ def test_higher_order_opens_on_the_outer_gradient_and_names_its_tapes():
     assert shown.value == "call:0:0" and "outer_tape.gradient" in shown.format_func(shown.value)
     # two gradient calls, what each tape recorded, every op
     assert len(shown.options) == 5 and any("inner_tape" in o for o in shown.options)
+    # one sentence over the picture says what it shows, with the number the program printed
+    said = [str(m.value) for m in at.markdown if "recorded" in str(m.value) and "gradient of" in str(m.value)]
+    assert said and "`outer_tape`" in said[0] and "`x`: grad 6" in said[0], texts(at.markdown)
     at = shown.set_value("tape:0").run()
     assert not at.exception
     assert "backward ops of an inner gradient call" in texts(at.caption)

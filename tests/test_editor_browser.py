@@ -55,9 +55,8 @@ def test_projector_1280x720_shows_editor_and_graph_offline(server, page_at):
     page.screenshot(path=screenshot_path("projector_higher_order_1280x720.png"))
     assert editor_box["y"] + 100 < 720 and graph_box["y"] + 100 < 720, (editor_box, graph_box)
     assert graph_box["x"] > editor_box["x"] + editor_box["width"] - 5     # side by side
-    # Web fonts (Streamlit's icon font, the editor's Source Code Pro) fall back to local
-    # fonts offline; the editor's code itself must come from the app.
-    assert not [u for u in elsewhere if "fonts.g" not in u], f"requests off the app: {elsewhere}"
+    # Nothing from elsewhere: not the editor's code, nor a web font, nor the page's icon
+    assert not elsewhere, f"requests off the app: {elsewhere}"
     # Only the code is in the editor; the docstring's explanation is text beside it.
     code = frame.locator("#REACT_ACE_EDITOR .ace_content").inner_text()
     assert "x = tf.Variable(1.0)" in code and "Second derivatives" not in code

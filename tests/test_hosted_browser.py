@@ -88,6 +88,8 @@ def test_a_crafted_example_link_is_inert_text():
         page.goto(url + "/?example=x%5D(http://evil.invalid)%20!%5Bi%5D(http://evil.invalid/i.png)"
                   "%20%3Cimg%20src=x%3E")
         page.get_by_text("There is no example called").wait_for(timeout=60_000)
+        # The header says the mode in its one line; its popover holds the sentence
+        page.get_by_role("button", name="Hosted: isolated").click()
         page.get_by_text("Programs run isolated").wait_for(timeout=60_000)
         warning = page.get_by_text("There is no example called").inner_text()
         assert "evil.invalid" in warning

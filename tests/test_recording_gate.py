@@ -65,6 +65,13 @@ def test_a_huge_exception_message_passes_cut_to_its_bound():
     assert d["error"]["message"].endswith("(200,000 characters more not kept)")
 
 
+@pytest.mark.parametrize("source", ["x = 1\n    y = 2\n", "x = (\n"])
+def test_a_syntax_error_with_no_stack_passes_the_gate(source):
+    d = json.loads(recorder.record(source, timeout=60).to_json())
+    assert d["error"]["type"] in ("IndentationError", "SyntaxError") and d["error"]["stack"] is None
+    assert gate.problem(d) is None
+
+
 def forged(**changes) -> dict:
     """A well-formed one-op recording, with `changes` made to it."""
     d = {"schema": "tapeviz.recording/1", "source": "x = 1\n", "stdout": "", "error": None,

@@ -3,6 +3,8 @@
 Saves a screenshot to artifacts/ (docs/train_page.png, which the README shows, with
 TAPEVIZ_UPDATE_DOCS=1).
 """
+import os
+
 import pytest
 
 from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path,
@@ -11,6 +13,11 @@ from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, scre
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
 
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
+# The real digits: the environment's, else the shared folder beside the checkout.
+MNIST = os.environ.get("TAPEVIZ_MNIST_DIR") or (str(SHARED_MNIST) if SHARED_MNIST.is_dir() else None)
+# Where an element's box lies against the window, as the browser measured it.
+IN_VIEW = """el => { const r = el.getBoundingClientRect();
+    return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }"""
 
 # The number of points in the first trace of the plotly chart whose title holds `title`
 # (Streamlit wraps titles in <b>), or -1 before there is one.
@@ -21,7 +28,7 @@ POINTS = """title => Math.max(-1, ...Array.from(document.querySelectorAll('.js-p
 
 @pytest.fixture(scope="module")
 def server():
-    env = {"TAPEVIZ_MNIST_DIR": str(SHARED_MNIST)} if SHARED_MNIST.is_dir() else {}
+    env = {"TAPEVIZ_MNIST_DIR": MNIST} if MNIST else {}
     with streamlit_server(env) as url:
         yield url
 
@@ -47,3 +54,35 @@ def test_start_and_the_loss_chart_gains_points(server):
         page.screenshot(path=screenshot_path("train_page.png"))
         page.get_by_role("button", name="Reset", exact=True).click()
         page.get_by_text("then press Start").wait_for(timeout=30_000)
+
+
+def test_the_loss_chart_is_above_the_fold_at_1280x720_and_no_request_leaves_the_app(server):
+    """A projector's size: the loss chart is on screen with no scrolling while the run trains
+    and after it finished. Every request either page makes goes to the app itself (offline,
+    a web font or icon from elsewhere fails and the browser logs it)."""
+    with browser_page() as page:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        asked = []
+        page.on("request", lambda request: asked.append(request.url))
+        page.goto(server)
+        page.wait_for_selector(".js-plotly-plot, [data-testid='stAlert']", timeout=WAIT_MS)
+        page.get_by_role("link", name="Train MNIST").click()
+        page.get_by_role("button", name="Start", exact=True).wait_for(timeout=60_000)
+        # A short run: 2,000 digits for one epoch
+        page.locator("[data-testid='stNumberInput'] input").first.fill("1")
+        page.keyboard.press("Enter")
+        page.locator("[data-testid='stSelectbox']", has_text="Digits used").click()
+        page.get_by_role("option", name="2,000", exact=True).click()
+        page.wait_for_timeout(500)
+        page.get_by_role("button", name="Start", exact=True).click()
+        page.wait_for_function(f"({POINTS})('Training loss') > 3", timeout=WAIT_MS)
+        loss = page.locator(".js-plotly-plot", has_text="Training loss").first
+        page.screenshot(path=screenshot_path("train_1280x720_training.png"))
+        assert loss.evaluate(IN_VIEW), loss.bounding_box()
+        page.get_by_text("Finished").first.wait_for(timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=screenshot_path("train_1280x720_finished.png"))
+        assert loss.evaluate(IN_VIEW), loss.bounding_box()
+        assert_no_exception(page)
+    elsewhere = [url for url in asked if not url.startswith((server, "data:", "blob:", "about:"))]
+    assert asked and not elsewhere, elsewhere

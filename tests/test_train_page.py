@@ -93,6 +93,21 @@ def test_start_steps_stop_resume_reset():
         assert "tensorflow" not in sys.modules, "the Streamlit side imported TensorFlow"
 
 
+def test_a_run_is_submitted_with_its_browsers_client_id():
+    """The fair share of a browser's tabs (server/queues.py) counts training runs too. AppTest
+    has no browser (session.client_id() is None there), so the page's runner is given one."""
+    from tapeviz.page import train_state
+    at = press(training_page(epochs=1), "Start")
+    page_run = wait_for(at, lambda r: r.job is not None, "the page's job")
+    run = train_state.Run(page_run._runner, page_run.config, "another-tab", client="browser-1")
+    deadline = time.monotonic() + TIMEOUT
+    while run.job is None and run.failed is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert run.failed is None and run.job.client == "browser-1" and run.job.owner == "another-tab"
+    run.cancel()
+    press(at, "Reset")
+
+
 def test_two_sessions_have_their_own_runs():
     first, second = training_page(), training_page()
     press(first, "Start")

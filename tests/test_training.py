@@ -5,6 +5,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import queue
 import threading
 from pathlib import Path
@@ -20,9 +21,10 @@ SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "data" / 
 
 @pytest.fixture(scope="module")
 def mnist_dir():
-    if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").is_file():
-        pytest.skip(f"the real MNIST test set is not at {SHARED_MNIST}")
-    return str(SHARED_MNIST)
+    where = Path(os.environ.get("TAPEVIZ_MNIST_DIR") or SHARED_MNIST)
+    if not (where / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"the real MNIST test set is not at {where} (set TAPEVIZ_MNIST_DIR)")
+    return str(where)
 
 
 def train(config, commands=None):
@@ -172,6 +174,31 @@ def test_gradient_watch_flags_collapse_and_explosion_once():
     warnings = watch.check(12, 2.0, {"m/dense/kernel": 1e-5, "m/conv/kernel": 1e4})
     assert {(w.layer, w.kind) for w in warnings} == {("m/dense", "vanishing"), ("m/conv", "exploding")}
     assert watch.check(13, 2.0, {"m/dense/kernel": 1e-6, "m/conv/kernel": 1e5}) == []
+
+
+# The guide CNN's gradient norms at learning rate 1.0 on real MNIST (limit 2,000, batch 32),
+# as the worker reported them: its layers die at step 4, before the early level is set.
+DYING = {"guide/conv1/kernel": [0.0683, 131.0, 37.6] + [0.0] * 9,
+         "guide/logits/bias": [0.191, 0.965, 1.03, 0.433, 0.392, 0.388, 0.298, 0.297, 0.128, 0.3,
+                               0.269, 0.321]}
+
+
+def test_gradient_watch_calls_a_layer_that_died_early_dead():
+    watch, warnings = gradient_watch.GradientWatch(), []
+    for i in range(12):
+        warnings += watch.check(i + 1, 2.9, {path: norms[i] for path, norms in DYING.items()})
+    assert [(w.layer, w.kind, w.step) for w in warnings] == [("guide/conv1", "vanishing", 10)]
+    assert "dead" in warnings[0].message and "37.6" in warnings[0].message   # its level while alive
+
+
+def test_a_learning_rate_of_one_warns_that_layers_died(mnist_dir):
+    """The README's suggestion, on real digits: the worker's own watch says so."""
+    records = train({"data_dir": mnist_dir, "limit": 2000, "learning_rate": 1.0, "eval_every": 0})
+    warned = {w["layer"] for w in of_type(records, "warning") if w["kind"] == "vanishing"}
+    steps = of_type(records, "step")
+    dead = {path.rsplit("/", 1)[0] for path in steps[-1]["grad_norms"]
+            if all(s["grad_norms"][path] == 0 for s in steps[-10:])}
+    assert dead and dead <= warned, (dead, warned)
 
 
 @pytest.mark.slow   # two epochs of training on scikit-learn's digits

@@ -20,6 +20,8 @@ st.html("""<style>
 .block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}
 [data-testid="stAlertContainer"] {padding: .45rem .8rem;}
 [data-testid="stAlertContainer"] p {font-size: .92rem; line-height: 1.35;}
+/* Streamlit's captions, pale grey at 60% opacity, fade on a projector */
+[data-testid="stCaptionContainer"] {color: #3a3a3a !important; opacity: 1 !important;}
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     st.html("<style>html {font-size: 125%;}</style>")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from tapeviz import data
 from tapeviz.draw import train_figures
-from tapeviz.page import debugger_state, mode, session, train_state
+from tapeviz.page import charts, debugger_state, mode, session, train_state
 from tapeviz.page.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
@@ -23,7 +23,9 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}</style>")
+st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}"
+        # Streamlit's captions, pale grey at 60% opacity, fade on a projector
+        "[data-testid='stCaptionContainer'] {color: #3a3a3a !important; opacity: 1 !important;}</style>")
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
@@ -41,7 +43,7 @@ def start():
               "use_tf_function": bool(s.t_tf_function)}
     if s.get("t_upload_b64"):
         config["upload_b64"] = s.t_upload_b64
-    s.train_run = train_state.Run(session.runner(), config, owner_id())
+    s.train_run = train_state.Run(session.runner(), config, owner_id(), client=session.client_id())
 
 
 def figure(name, version, build):
@@ -49,7 +51,7 @@ def figure(name, version, build):
     is taken from training (the prediction grid alone costs ~0.2 s to build)."""
     memo = st.session_state.setdefault("_train_figures", {})
     if name not in memo or memo[name][0] != version:
-        memo[name] = (version, build())
+        memo[name] = (version, charts.legible(build()))
     return memo[name][1]
 
 
@@ -86,8 +88,13 @@ head.markdown("**Train MNIST, eagerly:** TensorFlow's eager guide's loop, a `Gra
 with walls:
     mode.banner(compact=True)
 
+# The settings fold away once a run exists, so that its loss chart is above the fold at
+# 1280x720; their label keeps saying what the run uses.
+run = st.session_state.get("train_run")
+settings = st.expander(train_state.settings_words(run.config if run else None, MODELS),
+                       expanded=run is None, icon=":material/tune:")
 # Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
-c = [*st.columns([2.4, 1.1, 1.6, 1.6]), *st.columns([2.4, 1.1, 1.6, 1.6])]
+c = [*settings.columns([2.4, 1.1, 1.6, 1.6]), *settings.columns([2.4, 1.1, 1.6, 1.6])]
 c[0].selectbox("Model", list(MODELS), format_func=MODELS.get, key="t_model")
 c[1].number_input("Epochs", 1, 50, 3, key="t_epochs")
 c[2].selectbox("Batch size", [16, 32, 64, 128, 256], index=1, key="t_batch")
@@ -102,9 +109,10 @@ with c[3]:
               help="Run the train step under @tf.function. Eager runs each op from Python; "
                    "tf.function traces the step once into a graph.")
 
-with st.expander("Where the digits come from"):
-    st.markdown(
-        "The worker takes the first source that works: **1.** the directory in `TAPEVIZ_MNIST_DIR` "
+with settings:
+    st.caption(
+        "**Where the digits come from:** the worker takes the first source that works: "
+        "**1.** the directory in `TAPEVIZ_MNIST_DIR` "
         "(IDX `.gz` files or `mnist.npz`); **2.** Keras's cache `~/.keras/datasets/mnist.npz`; "
         "**3.** Keras's download; **4.** an `mnist.npz` uploaded here; **5.** offline, "
         "scikit-learn's 1,797 bundled 8x8 digits. The run says which one it used.")
@@ -113,7 +121,6 @@ with st.expander("Where the digits come from"):
     if note := st.session_state.get("t_upload_note"):
         getattr(st, note[0])(note[1])
 
-run = st.session_state.get("train_run")
 live_when_drawn = bool(run and run.live)
 
 
@@ -165,6 +172,20 @@ def dashboard():
     label = (f"step {p['step']:,} of {p['total']:,}  ·  epoch {p['epoch']} of {p['epochs']}"
              if p["total"] else "waiting for the first step…")
     st.progress(p["fraction"], text=label)
+    if run.error:
+        st.error(f"**The run failed:** {literal(run.error, 2_000)}")
+    steps = train_state.thin(run.steps)
+    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
+    left, right = st.columns(2)
+    log_loss = bool(st.session_state.get("t_log_loss"))
+    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
+                      key="loss_chart", height=380)
+    left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
+                "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
+    right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
+                              lambda: train_figures.accuracy_figure(run.evals)),
+                       key="accuracy_chart", height=380)
+    # The numbers, the data and the warnings under the first charts: they are above the fold
     m = st.columns(6)
     m[0].metric("Step", f"{p['step']:,}")
     m[1].metric("Epoch", f"{p['epoch']} / {p['epochs']}")
@@ -187,25 +208,13 @@ def dashboard():
             with st.expander("Sources passed over"):
                 st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
 
-    if run.error:
-        st.error(f"**The run failed:** {literal(run.error, 2_000)}")
     listed = train_state.first_per_layer(run.warnings)
     for warning in listed[:6]:
         (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
     if len(listed) > 6:
         st.caption(f"…and {len(listed) - 6} more layers with warnings (see the gradient chart).")
 
-    steps = train_state.thin(run.steps)
-    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
     left, right = st.columns(2)
-    log_loss = bool(st.session_state.get("t_log_loss"))
-    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
-                      key="loss_chart", height=380)
-    left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
-                "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
-    right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
-                              lambda: train_figures.accuracy_figure(run.evals)),
-                       key="accuracy_chart", height=380)
     left.plotly_chart(figure("grad", (n, k), lambda: train_figures.grad_norm_figure(steps, run.warnings)),
                       key="grad_chart", height=460)
     right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),

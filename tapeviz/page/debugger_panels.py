@@ -13,7 +13,7 @@ import streamlit as st
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import editor, messages, opened, session, share, view
+from . import charts, editor, messages, opened, session, share, view
 from .markdown import literal
 
 
@@ -43,11 +43,22 @@ def show_callouts(state, problems: list) -> None:
 
 
 def scroll_to_chart() -> None:
-    """Bring the graph to the middle of the screen (after "Show it": its node is picked)."""
+    """After "Show it": bring the picked node (the figure's ringed "selected" trace) to the
+    middle of the screen, else the graph. Plotly draws after this script runs: it waits."""
     st.html("""<script>(function find(tries) {
-        const chart = window.parent.document.querySelector('.js-plotly-plot') || document.querySelector('.js-plotly-plot');
-        if (chart) { chart.scrollIntoView({block: 'center'}); chart.focus && chart.focus(); }
-        else if (tries > 0) setTimeout(() => find(tries - 1), 200);
+        const doc = window.parent.document, chart = doc.querySelector('.js-plotly-plot');
+        const ring = chart && (chart._fullData || []).find(t => t.name === 'selected' && t.x && t.x.length);
+        if (!ring && tries > 0) return setTimeout(() => find(tries - 1), 200);
+        if (!chart) return;
+        chart.scrollIntoView({block: 'center'});
+        if (ring) {      // the node's place on the page, from the chart's own axes
+            const L = chart._fullLayout, xa = L.xaxis, ya = L.yaxis, box = chart.getBoundingClientRect();
+            const y = box.top + ya._offset + ya.l2p(ring.y[0]);
+            let pane = chart.parentElement;
+            while (pane && pane.scrollHeight <= pane.clientHeight + 1) pane = pane.parentElement;
+            (pane || window).scrollBy(0, y - window.parent.innerHeight / 2);
+        }
+        chart.focus && chart.focus();
     })(25);</script>""", unsafe_allow_javascript=True)
 
 
@@ -84,6 +95,11 @@ def show_graph(state, rec: Recording):
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     calling = call_index is not None
+    if rec.tapes:     # what the picture shows, in one sentence (names escaped by view.sentence)
+        try:
+            st.markdown(view.sentence(rec, key))
+        except (ValueError, KeyError, IndexError, StopIteration):
+            pass      # a view that cannot be drawn says so below
     layers = graph.group_keys(rec)
     with controls:
         fold = st.toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
@@ -203,6 +219,17 @@ def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
                                  width="stretch", on_click="ignore", help="The graph as a standalone HTML page")
 
 
+def clickable_steps(fig):
+    """Each step a point a click selects: plotly selects no point of a lines-only trace, so
+    the run's lines get small markers; few steps get a tick per step, not "2.5"."""
+    fig = charts.legible(fig)
+    fig.update_traces(mode="lines+markers", marker_size=5)
+    steps = max((len(t.x) for t in fig.data if t.x is not None), default=0)
+    if steps <= 12:
+        fig.update_xaxes(dtick=1)
+    return fig
+
+
 def show_run(state, rec: Recording) -> None:
     """The run as a whole, when it made more than one gradient call: loss and each variable's
     gradient norm per step. A click on a step (or its number) opens that step's graph when
@@ -212,7 +239,7 @@ def show_run(state, rec: Recording) -> None:
     st.subheader("The run, step by step")
     memo = st.session_state.get("_run_figure")
     if memo is None or memo[0] != state.run_id:      # 1,810 steps take a while to chart
-        memo = st.session_state["_run_figure"] = (state.run_id, run_figures.run_figure(rec))
+        memo = st.session_state["_run_figure"] = (state.run_id, clickable_steps(run_figures.run_figure(rec)))
     fig = memo[1]
     st.plotly_chart(fig, key="run_chart", on_select=state.open_clicked_step, selection_mode="points",
                     config={"displaylogo": False})

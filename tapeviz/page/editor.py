@@ -14,7 +14,15 @@ from .. import examples
 ERROR_CLASS, PICK_CLASS = "tv-error-line", "tv-pick-line"
 # Ace draws markers as absolutely placed divs inside the editor's iframe.
 EDITOR_CSS = (f".{ERROR_CLASS} {{position:absolute; background:rgba(213,94,0,.22);}}"
-              f".{PICK_CLASS} {{position:absolute; background:rgba(255,200,40,.45);}}")
+              f".{PICK_CLASS} {{position:absolute; background:rgba(255,200,40,.45);}}"
+              # Python's colours, ours (see ACE_PROPS' theme): the component's textmate has none.
+              # Dark enough to read on a washed-out projector; blue and vermillion tell apart
+              # for every colour vision.
+              ".ace_editor {background:#fafafa; color:#111; line-height:1.5;} .ace_gutter {background:#eef0f2; color:#555;}"
+              ".ace_keyword, .ace_storage {color:#0050a0; font-weight:600;}"
+              ".ace_string {color:#9a3c00;} .ace_constant.ace_numeric, .ace_constant.ace_language {color:#6a2e8c;}"
+              ".ace_comment {color:#5f6b63; font-style:italic;} .ace_support.ace_function {color:#00734f;}"
+              ".ace_cursor {color:#111;} .ace_marker-layer .ace_selection {background:rgba(0,114,178,.2);}")
 # Ace props that override the component's defaults:
 # - debounceChangePeriod: the component keeps its own copy of the text, updated 250 ms
 #   after a key by default. Ctrl+Enter sooner than that, and the script run that draws the
@@ -28,8 +36,13 @@ EDITOR_CSS = (f".{ERROR_CLASS} {{position:absolute; background:rgba(213,94,0,.22
 #   typed, and Ctrl+Enter ran the program without closing it, so the list stayed over the
 #   code (on a projector, over the lines being taught). Completion is still there on
 #   Ctrl+Space (enableBasicAutocompletion).
+# - theme: the component's own themes (streamlit_light/dark) @import Source Code Pro from
+#   Google's font servers, so every page asked for it, and offline the request failed.
+#   Ace's built-in textmate theme needs nothing from outside, in the system's monospace.
 ACE_PROPS = {"debounceChangePeriod": 0, "scrollMargin": [0, 0, 0, 0],
-             "enableLiveAutocompletion": False, "enableBasicAutocompletion": True}
+             "enableLiveAutocompletion": False, "enableBasicAutocompletion": True,
+             "theme": "textmate"}
+MONOSPACE = "ui-monospace, 'DejaVu Sans Mono', 'Liberation Mono', Menlo, Consolas, monospace"
 RUN_BUTTON = {"name": "Run  (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
               "alwaysOn": True, "showWithIcon": True, "commands": ["submit"],
               "style": {"bottom": "0.4rem", "right": "0.4rem"}}
@@ -76,7 +89,7 @@ def draw(source: str, lines: int, font_px: int, props: dict, key: str = "code_ed
                 height=[lines, lines], allow_reset=True, response_mode=["blur"],
                 buttons=[RUN_BUTTON], key=key, props={**props, **ACE_PROPS},
                 options={"showLineNumbers": True, "tabSize": 4, "useSoftTabs": True,
-                         "fontSize": font_px, "showPrintMargin": False, "wrap": False,
+                         "fontSize": font_px, "fontFamily": MONOSPACE, "showPrintMargin": False, "wrap": False,
                          "highlightActiveLine": False},
                 component_props={"globalCSS": EDITOR_CSS})
 

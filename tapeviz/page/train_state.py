@@ -70,7 +70,7 @@ class Run:
     page has looked at for ABANDONED_S (a closed tab); the page only reads.
     """
 
-    def __init__(self, runner, config: dict, owner_id: Optional[str] = None):
+    def __init__(self, runner, config: dict, owner_id: Optional[str] = None, client: Optional[str] = None):
         self.config = dict(config)
         self.job = None
         self.place: Optional[int] = None      # place in the runner's queue while waiting
@@ -84,12 +84,13 @@ class Run:
         self.done: Optional[dict] = None
         self.snapshot: Optional[dict] = None  # the latest "snapshot" record (Inspect this step)
         self.seen = time.monotonic()          # when a page last showed it (see `touch`)
-        self._runner, self._owner_id = runner, owner_id
+        # client: the browser (session.client_id), whose tabs share one fair share of workers
+        self._runner, self._owner_id, self._client = runner, owner_id, client
         threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
 
     def _start(self) -> None:
         try:
-            self.job = self._runner.submit(Train(self.config), owner=self._owner_id)
+            self.job = self._runner.submit(Train(self.config), owner=self._owner_id, client=self._client)
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
             return
@@ -303,3 +304,12 @@ def first_per_layer(warnings: list) -> list:
 def speed_key(config: dict) -> tuple:
     """Speeds compare only like with like: the same model and batch size."""
     return (config.get("model"), int(config.get("batch_size") or 0))
+
+
+def settings_words(config: Optional[dict], models: dict) -> str:
+    """The training settings' label: once a run exists (and they fold away), what it uses."""
+    if not config:
+        return "Settings"
+    return (f"Settings: {models.get(config['model'], config['model'])}, {config['epochs']} "
+            f"epoch{'s' * (config['epochs'] != 1)}, batch {config['batch_size']}, learning rate "
+            f"{config['learning_rate']:g}" + (", tf.function" if config.get("use_tf_function") else ""))
