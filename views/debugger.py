@@ -117,7 +117,7 @@ def draw_editor():
     """The editor last: the picked node's line is known once the inspector ran."""
     source = state.source
     same = rec is not None and rec.source == source
-    err = rec.error if same else None
+    err = rec.error if same and view.in_program(rec, rec.error and rec.error.file) else None
     pick = state.pick_line if same and st.session_state.get("pick") is not None else None
     lines = min(24, max(10, source.count("\n") + 2))
     with editor_slot:

@@ -17,11 +17,17 @@ from . import charts, editor, messages, opened, session, share, view
 from .markdown import literal
 
 
+PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a variable (VarHandleOp), "
+                 "writing it (AssignVariableOp), checking it has a value. Hidden because no line "
+                 "of yours is about it.")
+
+
 def show_error(rec: Recording) -> None:
     """The run's error with its line, the line in the program, and a hint."""
     st.error(messages.error_line(rec))
-    if rec.error.line:
-        st.markdown(view.code_html(rec.source, rec.error.line, context=2), unsafe_allow_html=True)
+    if rec.error.line:     # quoted from the file it was raised in, a module of the project too
+        source = opened.source_of(rec, rec.error.file)
+        st.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
     if hint := messages.hint(rec):
         st.info(hint)
     if rec.ops:
@@ -107,8 +113,7 @@ def show_graph(state, rec: Recording):
                              help="The ops the gradient call ran.")
         path_only = st.toggle("Path only", key="path_only", disabled=not calling,
                               help="Hide ops the chosen gradient does not flow through.")
-        plumbing = st.toggle("Plumbing", key="plumbing", help="Variable bookkeeping ops: VarHandleOp, "
-                                                             "AssignVariableOp, …")
+        plumbing = st.toggle("Plumbing", key="plumbing", help=PLUMBING_HELP)
         group = st.toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
         legend = st.toggle("Legend", key="legend", help="What each marker's shape and colour mean, over the chart.")
         expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
@@ -133,8 +138,9 @@ def show_graph(state, rec: Recording):
                       key=f"step:{key}")
         current = order[k - 1]
         st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
-        if G.nodes[current].get("line"):
-            st.markdown(view.code_html(rec.source, G.nodes[current]["line"], context=0), unsafe_allow_html=True)
+        where, excerpt = view.excerpt_for(rec, G, current, context=0)   # the op's own file
+        if excerpt:
+            st.markdown(excerpt, unsafe_allow_html=True)
         visible = view.revealed(G, current) if k < len(order) else None
         current = current if visible is not None else None
 
@@ -188,11 +194,11 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
         code.markdown(messages.made_by(d.producer))
     if d.consumers:
         code.markdown(messages.used_by(d.consumers))
-    state.pick_line = d.line     # marked in the editor too
-    if d.line:
-        file = opened.file_of(rec, G.nodes[node])     # its own file of the user's project
-        code.markdown(f"**{literal(opened.where(rec, file, d.line), 300)}**:")
-        code.markdown(view.code_html(opened.source_of(rec, file), d.line), unsafe_allow_html=True)
+    state.pick_line = view.editor_line(rec, G, node)     # marked in the editor: program lines only
+    where, excerpt = view.excerpt_for(rec, G, node)        # quoted from the op's own file
+    if excerpt:
+        code.markdown(f"**{literal(where, 300)}**:")
+        code.markdown(excerpt, unsafe_allow_html=True)
 
 
 def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
