@@ -80,6 +80,7 @@ class GradResult:
 class FlowEntry:
     tensor: int
     norm: float
+    value: Any = None            # d target / d tensor itself (nested lists) when it is small
 
 
 @dataclass

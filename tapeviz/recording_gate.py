@@ -214,7 +214,7 @@ TENSOR = {"id": _int, "name": _opt_name, "shape": _shape, "dtype": _name, "kind"
           "value": _value, "stats": _stats, "producer": _opt_int, "trainable": _bool,
           "preview": _opt_name, "warning": _opt_text, **LINE_FIELDS}
 RESULT = {"source": _int, "grad": _opt_int, "none_reason": _opt_text}
-FLOW = {"tensor": _int, "norm": _opt_number}
+FLOW = {"tensor": _int, "norm": _opt_number, "value": _value}
 CALL = {"kind": _name, "target": _ids, "sources": _ids,
         "results": _list_of(lambda r: _object(r, RESULT)),
         "flow": _list_of(lambda f: _object(f, FLOW)),

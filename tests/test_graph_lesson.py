@@ -175,3 +175,25 @@ def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
     assert len(tensors) == 4        # w, and one of each step's images, activations and losses
     unfolded = graph.build(b.rec, group=True, fold=False)
     assert sum(d["kind"] == "tensor" for _, d in unfolded.nodes(data=True)) == 1 + 3 * steps
+
+
+def test_small_flow_gradients_are_labelled_with_their_signed_values():
+    # z = -2 * (w * x) + b: the flow's kept values say d z / d (w*x) is -2, not "size of 2"
+    rec, ids = wxb()
+    call = rec.tapes[0].gradients[0]
+    call.flow = [FlowEntry(ids["w"], 6.0, -6.0), FlowEntry(ids["wx"], 2.0, -2.0),
+                 FlowEntry(ids["z"], 1.0, 1.0), FlowEntry(ids["u"], 2.5, [[-1.5], [2.0]])]
+    G = graph.build(rec, tape=1, call=0, fold=False)
+    assert G.nodes[t(ids["wx"])]["grad_text"] == "grad -2"
+    assert G.nodes[t(ids["z"])]["grad_text"] == "grad 1"
+    # a source keeps its exact gradient from the call's results, not the flow
+    assert G.nodes[t(ids["w"])]["grad_text"] == "grad " + graph.short_value(rec.tensor(ids["dw"]))
+    # a recording from before the field: the norm in words, as before
+    call.flow = [FlowEntry(ids["wx"], 2.0)]
+    assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2"
+
+
+def test_a_big_flow_value_is_said_as_its_size():
+    rec, ids = wxb()
+    rec.tapes[0].gradients[0].flow = [FlowEntry(ids["wx"], 5.0, [1.0, -2.0, 2.0, -2.0, 2.0])]
+    assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5"

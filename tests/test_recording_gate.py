@@ -192,3 +192,21 @@ def test_past_the_text_budget_labels_and_hovers_are_cut_to_their_share():
 def test_containers_the_parser_cannot_count_are_counted_before_it_runs(data, words):
     with pytest.raises(gate.Refused, match=f"holds [0-9,]+ {words}"):
         gate.parse(data)
+
+
+def _with_flow(value) -> dict:
+    call = {"line": 1, "kind": "gradient", "target": [3], "sources": [1], "results": [],
+            "flow": [{"tensor": 3, "norm": 1.0, "value": value}]}
+    return forged(tapes=[{"id": 0, "line": 1, "persistent": False, "watch_accessed_variables": True,
+                          "parent": None, "watched": [1], "ops": [0], "gradients": [call]}])
+
+
+@pytest.mark.parametrize("value", [-2.5, "nan", [[1.0, "-inf"], [0.5, -3.0]]])
+def test_a_flow_entrys_signed_value_passes_and_reads_back(value):
+    d = _with_flow(value)
+    assert gate.problem(d) is None
+    assert Recording.from_dict(d).tapes[0].gradients[0].flow[0].value == value
+
+
+def test_a_flow_value_too_large_is_refused():
+    assert "field 'gradients'" in gate.problem(_with_flow([0.0] * 5000))

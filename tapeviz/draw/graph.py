@@ -537,13 +537,17 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
 def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias) -> None:
     """Every tensor's label says its value, and with a call its gradient: "w = 2" over
     "grad -3" (a source's exact gradient, signed; 1 for a scalar target), else the flow's
-    norm said in words, "size of grad 3.2" (the flow keeps sizes, not signs)."""
-    exact, norms = {}, {}
+    signed value when it kept one and it is small ("grad -2.5"), else the flow's norm said
+    in words, "size of grad 3.2"."""
+    exact, norms, signed = {}, {}, {}
     if call is not None:
         for r in call.results:
             exact[alias(r.source)] = rec.tensor(r.grad) if r.grad is not None else None
         for entry in call.flow:
             norms[alias(entry.tensor)] = as_float(entry.norm)
+            value = getattr(entry, "value", None)
+            if value is not None and (not isinstance(value, list) or _count(value) <= 4):
+                signed[alias(entry.tensor)] = value
     targets = {alias(t) for t in call.target} if call is not None else set()
     for node, data in G.nodes(data=True):
         if data["kind"] == "tensor":
@@ -560,6 +564,8 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             if call is not None:
                 if t in exact:
                     lines.append(grad_words(exact[t]))
+                elif t in signed:
+                    lines.append("grad " + _value_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ... import explain
 from .. import numerics
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float
-from .tensors import BIG, RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
+from .tensors import BIG, RESOURCE, SMALL_VALUE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
 # What a gradient can flow through between sources and target: trainable, not a variable
 FLOWING_ENUMS = TRAINABLE_ENUMS - {RESOURCE}
@@ -24,6 +24,14 @@ def _flows(t) -> bool:
     if isinstance(t, EagerTensor):       # _datatype_enum(): .dtype is a Python property
         return t._datatype_enum() in FLOWING_ENUMS
     return t.dtype.as_datatype_enum in FLOWING_ENUMS      # a watched tf.Variable
+
+
+def _signed(a):
+    """A small real gradient's own numbers (signs kept, non-finite encoded), else None: the
+    norm alone cannot tell the student that d z / d y is -2, not 2."""
+    if a is None or a.size > SMALL_VALUE or not (a.dtype.kind == "f" or a.dtype.name == "bfloat16"):
+        return None
+    return numerics.plain_value(a)
 
 
 class GradientsAndAlerts:
@@ -73,9 +81,11 @@ class GradientsAndAlerts:
         """The flow entry of d target / d tensor `rid`, or None when `grad` has no norm. The
         norm is mostly not computed here, so the user's `gradient` call returns without
         waiting for it: when the gradient is a recorded tensor (a backward op's output), its
-        stats give the norm at finish (||g||^2 = n (std^2 + mean^2)); a big one that is not
-        goes to the stats thread."""
+        stats give the norm at finish (||g||^2 = n (std^2 + mean^2)) and its recorded value
+        the signed one; a big one that is not goes to the stats thread. A small dense
+        gradient keeps its signed value too (an IndexedSlices' rows are not the gradient)."""
         g = _values(grad)
+        dense = g is grad
         if isinstance(g, EagerTensor):
             gid = self.tid.get(g._id)
             described = self.tensors.get(gid)     # None for a held one without a record yet
@@ -83,7 +93,7 @@ class GradientsAndAlerts:
                 # A backward op's output, described anyway: its stats give the norm at finish.
                 # (settle gives a held one its record then.)
                 entry = FlowEntry(rid, None)
-                self.norms_from_stats.setdefault(gid, [described, []])[1].append(entry)
+                self.norms_from_stats.setdefault(gid, [described, []])[1].append((entry, dense))
                 return entry
             try:
                 a = g._numpy_internal()       # a view, no copy: the job holds the buffer alone
@@ -96,6 +106,9 @@ class GradientsAndAlerts:
                     entry.norm = encode_float(numerics.norm(held[0]))
                 self.deferred.submit(job, (a,), a.nbytes)
                 return entry
+            if a is not None and dense:
+                norm = numerics.norm(a)
+                return FlowEntry(rid, encode_float(norm), _signed(a)) if norm is not None else None
         norm = numerics.norm(grad)
         return FlowEntry(rid, encode_float(norm)) if norm is not None else None
 
@@ -105,8 +118,11 @@ class GradientsAndAlerts:
             if rec is None:           # a held tensor that could not be read at settle
                 continue
             norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
-            for entry in entries:
+            value = rec.value if rec.dtype.startswith(("float", "bfloat")) else None   # a real one
+            for entry, dense in entries:
                 entry.norm = norm
+                if dense:
+                    entry.value = value
         self.norms_from_stats = {}
 
     def source_id(self, src, line) -> int:
