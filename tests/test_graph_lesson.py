@@ -197,3 +197,33 @@ def test_a_big_flow_value_is_said_as_its_size():
     rec, ids = wxb()
     rec.tapes[0].gradients[0].flow = [FlowEntry(ids["wx"], 5.0, [1.0, -2.0, 2.0, -2.0, 2.0])]
     assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5"
+
+
+def two_steps():
+    """w = Variable(2); two steps, each on its own tape: loss = w * 3, then w.assign_sub(...)
+    between them, so step 2's read gives 1.4 while w's own record keeps 2."""
+    b = Builder()
+    w = b.tensor("w", "variable", value=2.0)
+    three = b.tensor(kind="constant", value=3.0)
+    reads = []
+    for tape_id, seen in ((1, 2.0), (2, 1.4)):
+        read = b.op("ReadVariableOp", [w], tapes=(tape_id,), line=5)
+        b.rec.tensor(read).value = seen
+        reads.append(read)
+        loss = b.op("Mul", [read, three], tapes=(tape_id,), line=5, name="loss")
+        b.rec.tensor(loss).value = seen * 3.0
+        call = GradientCall(line=6, kind="gradient", target=[loss], sources=[w],
+                            results=[GradResult(w, three)], flow=[FlowEntry(w, 3.0, 3.0)])
+        b.rec.tapes.append(Tape(id=tape_id, line=4, persistent=False, watch_accessed_variables=True,
+                                parent=None, watched=[w], ops=[o.id for o in b.rec.ops if tape_id in o.tapes],
+                                gradients=[call]))
+    return b.rec, w, reads
+
+
+def test_a_variable_in_a_steps_graph_shows_the_value_that_step_read():
+    rec, w, reads = two_steps()
+    for tape_id, read in zip((1, 2), reads):
+        label = graph.build(rec, tape=tape_id, call=0).nodes[t(w)]["label"]
+        assert label.splitlines()[0] == "w = " + graph.number_text(rec.tensor(read).value)
+        assert graph.build(rec, tape=tape_id).nodes[t(w)]["label"] == label.splitlines()[0]
+    assert rec.tensor(w).value == 2.0         # the recording itself is not changed

@@ -47,3 +47,29 @@ def test_an_all_scalar_programs_labels_carry_plain_tfs_signed_gradients(tmp_path
     for value, grad in reference:      # y = 9: -2, -2y = -18: 1, z = -17: 1, x = 3: -12
         assert grad_of_value[value] == "grad " + graph.number_text(grad), (value, grad_of_value)
     assert any(g.startswith("grad -") for g in grad_of_value.values())
+
+
+LOOP = textwrap.dedent("""
+    import tensorflow as tf
+    w = tf.Variable(2.0)
+    for step in range(5):
+        print(float(w))
+        with tf.GradientTape() as tape:
+            loss = (w * 3.0 - 1.0) ** 2
+        g = tape.gradient(loss, w)
+        w.assign_sub(0.1 * g)
+""").lstrip()
+
+
+@pytest.mark.slow
+def test_each_steps_graph_shows_the_variable_as_that_step_read_it(tmp_path):
+    printed = [float(x) for x in plain(LOOP, tmp_path)]
+    rec = recorded(LOOP, tmp_path, keep_steps=None)
+    steps = [key for key, label in view.view_choices(rec) if label.startswith("step ")]
+    assert len(steps) == len(printed) == 5
+    for key, w in zip(steps, printed):
+        tape, call = view.parse_view(key)
+        G = graph.build(rec, tape=tape, call=call)
+        node = next(d for _, d in G.nodes(data=True) if d.get("name") == "w")
+        assert node["label"].splitlines()[0] == "w = " + graph.number_text(w), (key, node["label"])
+    assert len({graph.number_text(w) for w in printed}) == 5, "the steps must differ for the test to tell"

@@ -5,6 +5,7 @@ layout.py places them and figures.py draws them. No TensorFlow here.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from typing import Iterable, Optional
@@ -150,6 +151,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
                if any(alias(t) in on_path for t in op.inputs) and any(alias(t) in on_path for t in op.outputs)]
 
     roles = _roles(chosen, alias)
+    as_read = _variables_as_read(rec, tape, block, upto_op, alias) if tape is not None else {}
     watched = {alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched}
     node_of = _op_nodes(ops, group, set(expand), fold)
     producer = {alias(t): node_of[op.id] for op in ops for t in op.outputs}
@@ -199,14 +201,14 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         _add_op(G, rec, op, node, order[op.id], said(op))
         for t in map(alias, op.inputs):
             if shown(t):
-                _add_tensor(G, rec, t, watched, order)
+                _add_tensor(G, rec, t, watched, order, as_read)
                 if producer.get(t) != node:   # a layer reading its own output is no edge between nodes
                     _add_edge(G, tensor_node(t), node)
             elif producer.get(t, "").startswith(FOLD_PREFIX) and producer[t] != node:
                 _add_edge(G, producer[t], node)   # a hidden loop result: from the fold that made it
         for t in map(alias, op.outputs):
             if shown(t):
-                _add_tensor(G, rec, t, watched, order)
+                _add_tensor(G, rec, t, watched, order, as_read)
                 _add_edge(G, node, tensor_node(t))
             elif collapsed(node):
                 G.nodes[node]["tensors"].append(t)
@@ -222,7 +224,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         info = rec.tensor(t)
         made = upto_op is None or info is None or info.producer is None or info.producer <= upto_op
         if made and shown(t):
-            _add_tensor(G, rec, t, watched, order)
+            _add_tensor(G, rec, t, watched, order, as_read)
     for t, role in roles.items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["role"] = role
@@ -238,7 +240,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
                 G.nodes[node]["hover"] += "\ngradient: None, " + reason
     _finish_groups(G, rec)
     _finish_folds(G, rec)
-    _value_labels(G, rec, chosen, alias)
+    _value_labels(G, rec, chosen, alias, as_read)
     _bound_text(G)
     return G
 
@@ -381,6 +383,25 @@ def _read_aliases(rec: Recording):
     return alias, folded
 
 
+def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int], alias) -> dict:
+    """{variable: its record with the value its first read in this tape's view gave}. A
+    variable's own record holds the value it was first seen with; in a training loop's
+    step 3 the student must see w as step 3 read it, beside step 3's gradient."""
+    out = {}
+    for op in rec.ops:
+        if (op.type != READ_VARIABLE or not op.inputs or not op.outputs
+                or upto_op is not None and op.id > upto_op
+                or not (tape in op.tapes or _in_block(op, block))):
+            continue
+        variable = alias(op.inputs[0])
+        read, info = rec.tensor(op.outputs[0]), rec.tensor(variable)
+        if variable in out or read is None or info is None or info.kind != VARIABLE:
+            continue
+        if read.value is not None or read.stats is not None:
+            out[variable] = dataclasses.replace(info, value=read.value, stats=read.stats)
+    return out
+
+
 def _block_lines(rec: Recording, tape: Optional[int]):
     """(first line, last line, first op id, end op id) of the tape's `with` block. The op ids
     bound it in time: in a loop, the same lines ran once per step, for other steps' tapes."""
@@ -509,11 +530,12 @@ def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int, said: str)
     G.nodes[node]["members"].append(op.id)
 
 
-def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict) -> None:
+def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict,
+                as_read: dict) -> None:
     node = tensor_node(t)
     if node in G:
         return
-    info = rec.tensor(t)
+    info = as_read.get(t) or rec.tensor(t)
     if info is None:    # the recording's bounds dropped it
         G.add_node(node, kind="tensor", category=INTERMEDIATE, label="", name=None, line=None, order=-1,
                    phase=FORWARD, ref=t, hover=f"tensor {t} (not recorded)")
@@ -534,7 +556,8 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
                hover=_tensor_hover(info, category, producer))
 
 
-def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias) -> None:
+def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias,
+                  as_read: dict) -> None:
     """Every tensor's label says its value, and with a call its gradient: "w = 2" over
     "grad -3" (a source's exact gradient, signed; 1 for a scalar target), else the flow's
     signed value when it kept one and it is small ("grad -2.5"), else the flow's norm said
@@ -551,7 +574,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
     targets = {alias(t) for t in call.target} if call is not None else set()
     for node, data in G.nodes(data=True):
         if data["kind"] == "tensor":
-            info = rec.tensor(data["ref"])
+            info = as_read.get(data["ref"]) or rec.tensor(data["ref"])
             text = short_value(info) if info is not None else ""
             name = info.name if info is not None and info.name else None
             if name and text:   # "w = 2" on one line; a long name and a shape on two
