@@ -289,13 +289,17 @@ def test_cancelling_an_owner_stops_its_running_and_waiting_jobs():
     results = {}
     started = threading.Event()
 
-    def run(name, owner, program, on_wait=None):
-        results[name] = pool.record(program, owner=owner, on_wait=on_wait)
+    alice_runs = threading.Event()
+
+    def run(name, owner, program, on_wait=None, on_phase=None):
+        results[name] = pool.record(program, owner=owner, on_wait=on_wait, on_phase=on_phase)
 
     try:
-        alice = threading.Thread(target=run, args=("alice", "a", "import time\ntime.sleep(50)\n"))
+        alice = threading.Thread(target=run, args=("alice", "a", "import time\ntime.sleep(50)\n"),
+                                 kwargs={"on_phase": lambda phase: phase == "running" and alice_runs.set()})
         alice.start()
-        time.sleep(0.5)
+        # bob comes once alice holds the one slot (a fresh pool's zygote may take a while)
+        assert alice_runs.wait(120), "alice's program never started"
         bob = threading.Thread(target=run, args=("bob", "b", "print('bob ran')\n",
                                                  lambda place: started.set()))
         bob.start()

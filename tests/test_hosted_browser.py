@@ -29,19 +29,24 @@ def _server_pid(port: int):
 
 
 def workers_of(pid: int) -> list:
-    """Worker processes (python -m tapeviz.worker) descended from the server `pid`."""
-    parents, commands = {}, {}
+    """Workers running a job (python -m tapeviz.worker, dropped to a worker's own uid)
+    descended from the server `pid`. The fork server and the root helpers of each forked
+    job share the command line but stay root, and outlive no job of their own."""
+    parents, commands, uids = {}, {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 stat = open(f"/proc/{entry}/stat").read()
                 parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
                 commands[int(entry)] = open(f"/proc/{entry}/cmdline", "rb").read()
+                status = open(f"/proc/{entry}/status").read()
+                uids[int(entry)] = int(status.split("\nUid:", 1)[1].split()[0])
             except (OSError, ValueError, IndexError):
                 continue
     found = []
     for child, command in commands.items():
-        if b"tapeviz.worker" not in command or b"bwrap" in command.split(b"\0")[0]:
+        if (b"tapeviz.worker" not in command or b"bwrap" in command.split(b"\0")[0]
+                or uids.get(child, 0) == 0):
             continue
         node, seen = child, 0
         while node in parents and node > 1 and seen < 64:

@@ -19,7 +19,10 @@ tf = pytest.importorskip("tensorflow")
 from tapeviz.worker import recorder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+# A user's shell: none of the limits other test modules set for the app (test_app.py's
+# TAPEVIZ_TIMEOUT_S=5 would stop the long programs here).
+ENV = dict({k: v for k, v in os.environ.items() if not k.startswith("TAPEVIZ_")},
+           PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def src(text: str) -> str:
