@@ -37,6 +37,16 @@ class FakeRunner:
         self.cancelled.append(owner)
 
 
+
+def ran_once(runner=None):
+    """A session whose typed program was run once (through `runner`) and settled."""
+    state = debugger_state.of({})
+    state.edited("a = 1\n", submitted=True)
+    runner = runner or FakeRunner()
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    return state, runner
+
 def test_an_example_link_loads_its_code_and_runs_it_as_the_link_run():
     session = {}
     state = debugger_state.of(session)
@@ -97,11 +107,7 @@ def test_a_new_recording_opens_on_a_clean_view():
 
 
 def test_a_run_started_over_a_running_one_cancels_it_and_cancel_keeps_the_last_recording():
-    state = debugger_state.of({})
-    state.edited("a = 1\n", submitted=True)
-    runner = FakeRunner()
-    state.start_run(runner.run_for, runner.cancel)
-    state.settle(5)
+    state, runner = ran_once()
     first = state.rec
     runner.release.clear()                       # the next run waits in the worker
     state.edited("a = 2\n", submitted=True)
@@ -119,12 +125,8 @@ def test_a_run_started_over_a_running_one_cancels_it_and_cancel_keeps_the_last_r
 
 
 def test_finish_drawing_says_how_the_run_went_once():
-    state = debugger_state.of({})
-    state.edited("a = 1\n", submitted=True)
     failed = dict(recorded(), error={"type": "Evil[x](http://e)", "message": "m", "line": None})
-    runner = FakeRunner(failed)
-    state.start_run(runner.run_for, runner.cancel)
-    state.settle(5)
+    state, runner = ran_once(FakeRunner(failed))
     state.finish_drawing(lambda source: None)
     said, outcome = state.run_status
     assert outcome == "error" and said.startswith("Run → drawn in") and "Evil\\[x\\]" in said
@@ -203,11 +205,7 @@ def test_an_examples_explanation_goes_with_its_code_only():
 
 
 def test_an_opened_recording_replaces_the_last_runs_status_with_its_file():
-    state = debugger_state.of({})
-    state.edited("a = 1\n", submitted=True)
-    runner = FakeRunner()
-    state.start_run(runner.run_for, runner.cancel)
-    state.settle(5)
+    state, runner = ran_once()
     state.finish_drawing(lambda source: None)
     assert state.run_status[0].startswith("Run → drawn")
     state.open_bytes(json.dumps(recorded()).encode(), "night_run.json")
