@@ -122,7 +122,7 @@ new MutationObserver(() => {
   if (!m.graph && document.querySelector(PLOT)) m.graph = t;
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """.replace("PLOT", repr(PLOT))
-PAGE_FIGURE = re.compile(r"Run → drawn in ([0-9.]+) s")
+PAGE_FIGURE = re.compile(r"Run → drawn in ([0-9.]+) s[^\n]*")
 
 
 async def _open_all(url: str, n: int, share) -> list:
@@ -155,6 +155,7 @@ async def _open_all(url: str, n: int, share) -> list:
                              (await page.evaluate("() => window.__marks")).items()}
                     text = await page.text_content("body")
                     why = None if f"student {i}" in text else "not its own output"
+                    marks["said"] = own.group(0) if own else ""
                     return seen, float(own.group(1)) if own else None, why, marks
                 except Exception as exc:  # noqa: BLE001 - counted as a failed page
                     return None, None, f"{type(exc).__name__}: {str(exc)[:200]}", {}
@@ -194,6 +195,9 @@ def browsers(n: int) -> int:
           f"{percentile(marks['graph'], .5):.1f} s")
     print(f"  load average (1, 5, 15 min) before {before[0]:.1f} {before[1]:.1f} "
           f"{before[2]:.1f}, after {after[0]:.1f} {after[1]:.1f} {after[2]:.1f}")
+    slowest = sorted((r for r in results if r[2] is None and r[1] is not None), key=lambda r: -r[1])
+    for r in slowest[:3]:           # where the slowest pages' own time went, in their words
+        print("  slowest page said:", r[3].get("said", ""))
     for why in failed[:5]:
         print("  failed page:", why)
     return 1 if failed else 0
