@@ -153,8 +153,15 @@ async def _open_all(url: str, n: int, share) -> list:
                     seen = await page.evaluate("() => performance.now()") / 1000
                     marks = {k: v / 1000 for k, v in
                              (await page.evaluate("() => window.__marks")).items()}
-                    text = await page.text_content("body")
-                    why = None if f"student {i}" in text else "not its own output"
+                    why = None
+                    try:              # the printed output's code block may draw after the graph
+                        await page.wait_for_function(
+                            "n => document.body.textContent.includes('student ' + n + ' ')", arg=i,
+                            timeout=60_000, polling=500)
+                    except Exception:  # noqa: BLE001 - say whose output it shows instead
+                        text = await page.text_content("body")
+                        whose = sorted(set(re.findall(r"student (\d+) ", text)))
+                        why = f"not its own output (student {i}; shows {whose or 'none'})"
                     marks["said"] = own.group(0) if own else ""
                     return seen, float(own.group(1)) if own else None, why, marks
                 except Exception as exc:  # noqa: BLE001 - counted as a failed page

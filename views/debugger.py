@@ -58,7 +58,7 @@ def wait_for(job, where):
         box = st.status(job.label(), state="running")
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
-    while not job.done.wait(0.3):
+    while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())
     if state.take(job):
         name_in_address(job)

@@ -82,8 +82,11 @@ class Config:
                             open_files=int(env.get("TAPEVIZ_OPEN_FILES", 256)))
         else:
             limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)))
-        return cls(mode=mode, workers=int(env.get("TAPEVIZ_WORKERS", 2)),
-                   warm=int(env.get("TAPEVIZ_WARM", 1)),
+        workers = int(env.get("TAPEVIZ_WORKERS", 2))
+        # Hosted: one forked worker ready per run slot (about 13 MiB of its own each), so a
+        # class's burst of Runs never waits on a fork and TensorFlow's context in its slot.
+        return cls(mode=mode, workers=workers,
+                   warm=int(env.get("TAPEVIZ_WARM", workers if mode == "hosted" else 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
                    zygote=env.get("TAPEVIZ_ZYGOTE", "1").strip() != "0",
                    link_run_s=float(env.get("TAPEVIZ_LINK_RUN_S", 900)),

@@ -9,7 +9,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from . import process, protocol, sandbox
 from .. import metrics
@@ -321,10 +321,11 @@ class Runner:
                                 job.cancelled):
                 _end(job, job.spec, "Cancelled", "it was cancelled before it started")
                 return
+            free = _once(line.release)
             try:
-                self._run(job)
+                self._run(job, free)
             finally:
-                line.release()
+                free()
         except Exception as exc:   # noqa: BLE001 - the job ends with it; the server stays up
             log.exception("tapeviz: a job failed in the runner")
             _end(job, job.spec, "RunnerError", f"{type(exc).__name__}: {exc}")
@@ -333,7 +334,8 @@ class Runner:
             self._unregister(job)
             _end(job, job.spec, "RunnerError", "the job ended without a result")
 
-    def _run(self, job: Job) -> None:
+    def _run(self, job: Job, free: Callable[[], None]) -> None:
+        """Run `job` in a worker; `free()` gives its run slot back."""
         spec = job.spec
         worker = job.worker = self._take()
         try:
@@ -360,6 +362,10 @@ class Runner:
                 outcome = {"result": self._recording(job, worker, last, printed)}
             else:
                 outcome = {"error": self._training_error(job, worker, last)}
+            # The slot bounds programs running at once, and this one has stopped: the next
+            # in line starts while this worker is killed (under a class's load the kill
+            # waits for the zygote, up to a tenth of a second).
+            free()
             # Everything the job started (a child that left its session, in its namespace,
             # cgroup and uid) is gone before its end is told; the next run never meets it.
             worker.kill()
@@ -482,6 +488,17 @@ class Runner:
         if kind == "protocol":
             return f"the worker broke the protocol: {message.get('message')}"
         return worker.exit_description()
+
+
+def _once(fn: Callable[[], None]) -> Callable[[], None]:
+    """`fn` on the first call, nothing on later ones."""
+    called = []
+
+    def call() -> None:
+        if not called:
+            called.append(True)
+            fn()
+    return call
 
 
 def _usable(worker) -> bool:

@@ -75,7 +75,8 @@ class Zygote:
         self.ready = threading.Event()         # set once TF is imported, or when it is gone
         self.walls_failed = ""                 # sandboxed: why its children's walls did not hold
         self.dead = False
-        self._request = threading.Lock()       # one fork request at a time
+        self._request = threading.Lock()       # one fork request (and its reply) at a time
+        self._send = threading.Lock()          # one message on the socket at a time
         self._lock = threading.Lock()          # the maps below
         self._replies: queue.Queue = queue.Queue()
         self._procs: dict = {}                 # pid -> ForkedProc still running
@@ -105,8 +106,9 @@ class Zygote:
         out_r, out_w = os.pipe()
         try:
             with self._request:
-                socket.send_fds(self.sock, [json.dumps(request).encode()],
-                                [in_r, out_w] + ([cgroup_fd] if cgroup_fd is not None else []))
+                with self._send:
+                    socket.send_fds(self.sock, [json.dumps(request).encode()],
+                                    [in_r, out_w] + ([cgroup_fd] if cgroup_fd is not None else []))
                 pid = self._replies.get(timeout=30)
         except (OSError, queue.Empty) as e:
             for fd in (in_w, out_r):
@@ -175,7 +177,9 @@ class Zygote:
                 pass
             return
         try:
-            with self._request:
+            # Not behind a fork request's reply: a kill has none, and a job's end (and its
+            # run slot) must not wait for another job's worker to be forked.
+            with self._send:
                 self.sock.send(json.dumps({"kill": pid}).encode())
         except OSError:
             pass                          # gone: its namespace, and every child, with it
