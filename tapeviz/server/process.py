@@ -86,6 +86,7 @@ class Worker:
         self.cgroup = cgroups.make(memory) if cgroups is not None and memory else None
         try:
             self.proc = self._fork(config, zygote, bwrap) or self._spawn(config, bwrap)
+            self.zygote_sandboxed = not isinstance(self.proc, subprocess.Popen) and zygote.sandboxed
         except BaseException:
             if self.cgroup is not None:
                 self.cgroup.remove()
@@ -213,10 +214,13 @@ class Worker:
             self.cgroup.kill()               # everything it started, whatever its session
         try:
             self.proc.wait(timeout=5)
+            # Forked into its walls, the job ran in its own pid namespace, which ends
+            # (every process in it reaped) before the first process's exit is seen.
+            gone = self.zygote_sandboxed
         except subprocess.TimeoutExpired:
-            pass
+            gone = False
         if self.uids is not None:
-            self.uids.give_back(self.uid)    # kills whatever of its uid escaped the group
+            self.uids.give_back(self.uid, gone)   # else kills whatever of its uid escaped the group
         if self.cgroup is not None:
             self.cgroup.remove()
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -240,6 +240,16 @@ class UidPool:
         self._held: dict = {}
         self._lock = threading.Lock()
         self._next = 0
+        # Uids known to run nothing. A sweep reads every process's status under the GIL of
+        # a server busy drawing for a class, which took up to 0.4 s each; so the whole range
+        # is swept once, here, and a uid again only when it may hold something.
+        self._clean: set = set()
+        if self.available():
+            held = {}
+            for pid, uid in _process_uids():
+                held.setdefault(uid, []).append(pid)
+            self._clean = {uid for uid in range(base, base + count) if uid not in held}
+        self._me = str(os.getpid()).encode()
 
     @staticmethod
     def available() -> bool:
@@ -273,23 +283,32 @@ class UidPool:
                     continue
                 self._held[uid] = fd
                 self._next = (self._next + i + 1) % self.count
-                kill_uid(uid)          # whatever a crashed server left running as this uid
+                # The lock file names the server that last held the uid: another one (which
+                # may have crashed with its workers running) or none we know clean -> sweep.
+                if uid not in self._clean or os.pread(fd, 32, 0) not in (b"", self._me):
+                    kill_uid(uid)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, self._me, 0)
+                self._clean.discard(uid)
                 return uid
             return None
 
-    def give_back(self, uid: Optional[int]) -> None:
+    def give_back(self, uid: Optional[int], gone: bool = False) -> None:
+        """`gone`: the caller saw everything of the uid end (a forked job's pid namespace
+        is over once its first process was reaped), so no sweep is needed."""
         if uid is None:
             return
-        kill_uid(uid)
+        if not gone:
+            kill_uid(uid)
         with self._lock:
             fd = self._held.pop(uid, None)
+            self._clean.add(uid)
         if fd is not None:
             os.close(fd)              # releases the flock
 
 
-def processes_of(uid: int) -> list:
-    """Pids whose real uid is `uid` (read from /proc; no psutil needed)."""
-    pids = []
+def _process_uids():
+    """(pid, real uid) of every live process (read from /proc; no psutil needed)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -299,12 +318,15 @@ def processes_of(uid: int) -> list:
                     if line.startswith(b"State:") and line.split()[1] in (b"Z", b"X"):
                         break            # already dead, waiting to be reaped
                     if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
-                            pids.append(int(entry))
+                        yield int(entry), int(line.split()[1])
                         break
         except OSError:
             continue
-    return pids
+
+
+def processes_of(uid: int) -> list:
+    """Pids whose real uid is `uid`."""
+    return [pid for pid, owner in _process_uids() if owner == uid]
 
 
 def kill_uid(uid: int, rounds: int = 20) -> None:
