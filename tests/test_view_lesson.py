@@ -182,6 +182,12 @@ def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_wa
     (freed,) = view.callouts(rec)
     assert freed.view == "call:1:0" and "line 9 failed" in freed.text
     assert "freed its recording after the call at line 8" in freed.text
+    # the run's error is that call's: the callout states it, so its full box folds away
+    from tapeviz.recording import Error
+    rec.error = Error(type="RuntimeError", message="A non-persistent GradientTape ...", line=9)
+    assert view.error_called_out(rec)
+    rec.error.line = 12     # an error of another line has no callout: shown in full
+    assert not view.error_called_out(rec)
 
 
 def test_one_sentence_says_what_the_picture_shows():
@@ -190,6 +196,48 @@ def test_one_sentence_says_what_the_picture_shows():
     assert said.startswith("`tape 1` recorded")
     assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
     assert view.sentence(rec, view.ALL_OPS).startswith("Every op")
+
+
+def test_a_persistent_tapes_other_answers_are_in_the_sentence():
+    # the seed's persistent tape asked for dz/dx then dy/dx: the picture is one call's, the
+    # sentence carries the other's number too (dz/dx = 108, dy/dx = 6)
+    from test_graph import Builder
+    from tapeviz.recording import GradResult
+    b = Builder()
+    x = b.tensor("x", "constant", value=3.0)
+    y = b.op("Mul", [x, x], line=7, name="y")
+    z = b.op("Mul", [y, y], line=8, name="z")
+    dz, dy = b.tensor(value=108.0), b.tensor(value=6.0)
+    b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
+                        watched=[x], ops=[op.id for op in b.rec.ops], gradients=[
+                            GradientCall(line=10, kind="gradient", target=[z], sources=[x], results=[GradResult(x, dz)]),
+                            GradientCall(line=11, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])])]
+    said = view.sentence(b.rec, view.default_view(b.rec))
+    assert "the gradient of `y` gives `x`: grad 6" in said
+    assert "the same tape at line 10: the gradient of `z` gives `x`: grad 108" in said
+    # a tape asked once says nothing more
+    b.rec.tapes[0].gradients.pop()
+    assert "same tape" not in view.sentence(b.rec, "call:0:0")
+
+
+def test_a_jacobian_says_its_matrix_not_its_norm():
+    from test_graph import Builder
+    from tapeviz.recording import FlowEntry, GradResult
+    b = Builder()
+    x = b.tensor("x", "variable", value=[1.0, 2.0, 3.0], shape=(3,))
+    y = b.op("Mul", [b.read(x), b.read(x)], line=6, name="y")
+    jac = b.tensor(value=[[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]], shape=(3, 3))
+    b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops], gradients=[
+                            GradientCall(line=9, kind="jacobian", target=[y], sources=[x], results=[GradResult(x, jac)],
+                                         flow=[FlowEntry(x, 7.483)])])]
+    said = view.sentence(b.rec, "call:0:0")
+    assert said.endswith("the jacobian of `y` with respect to `x` is "
+                         + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
+    G = graph.build(b.rec, tape=0, call=0)
+    assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
 
 
 def nested_recording():

@@ -586,7 +586,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             t = data["ref"]
             if call is not None:
                 if t in exact:
-                    lines.append(grad_words(exact[t]))
+                    lines.append(grad_words(exact[t], call.kind))
                 elif t in signed:
                     lines.append("grad " + _value_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
@@ -606,11 +606,14 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
-def grad_words(grad) -> str:
+def grad_words(grad, kind: str = "gradient") -> str:
     """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
-    size in words when big, "grad None" when there is none."""
+    size in words when big, "grad None" when there is none. A jacobian is a matrix whose
+    norm teaches nothing: its numbers when small, else its shape ("jacobian 3×3")."""
     if grad is None:
         return "grad None"
+    if kind != "gradient":
+        return "jacobian " + (short_value(grad) if small(grad) else _short_shape(grad.shape) or "?")
     if not small(grad) and _norm(grad) is not None:
         return "size of grad " + number_text(_norm(grad))
     return "grad " + short_value(grad)
@@ -627,8 +630,14 @@ def short_value(info) -> str:
     return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
-def small(info) -> bool:
-    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= 4)
+def small(info, most: int = 4) -> bool:
+    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= most)
+
+
+def value_words(info, most: int = 16) -> Optional[str]:
+    """A tensor's numbers for a sentence, which has room for a 3×3 jacobian that a label has
+    not; None past `most` numbers."""
+    return _value_text(info.value) if small(info, most) else None
 
 
 def _norm(info) -> Optional[float]:

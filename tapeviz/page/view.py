@@ -437,6 +437,15 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
     return Callout(text, f"call:{tp.id}:{index}", None, call.line, file=call.file)
 
 
+def error_called_out(rec: Recording) -> bool:
+    """Whether the run's error is a gradient call's that a callout already states (a second
+    gradient on a non-persistent tape): its full box would repeat it above the graph."""
+    err = rec.error
+    return err is not None and err.line is not None and any(
+        call.error is not None and call.line == err.line and (call.file or None) == (err.file or None)
+        for tp in rec.tapes for call in tp.gradients)
+
+
 def legend_text(rec: Recording, view_key: str) -> str:
     """The picture's legend in words (markdown)."""
     tape, call = parse_view(view_key)
@@ -548,12 +557,40 @@ def sentence(rec: Recording, view_key: str) -> str:
     if (nested := _nested_sentence(rec, tp, chosen, names)) is not None:
         return nested
     target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
+    if chosen.kind != "gradient":     # the lesson is the matrix: its entries, when they fit
+        parts = []
+        for r in chosen.results:
+            grad = rec.tensor(r.grad) if r.grad is not None else None
+            numbers = graph.value_words(grad) if grad is not None else None
+            words = numbers or graph.grad_words(grad, chosen.kind)
+            parts.append(f"with respect to {code(graph.tensor_name(rec, r.source))} is {literal(words, 300)}")
+        return f"{said}; the {chosen.kind} of {target} " + ", ".join(parts) + "."
+    return f"{said}; the gradient of {target} gives {_results(rec, chosen)}{_asked_again(rec, tp, call)}."
+
+
+def _results(rec: Recording, chosen) -> str:
+    """"`w`: grad 3, `x`: grad None"."""
     parts = []
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
-    return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."
+    return ", ".join(parts)
+
+
+def _asked_again(rec: Recording, tp, call) -> str:
+    """A persistent tape's other gradient calls, which the picture of this one leaves out:
+    "; the same tape at line 10: the gradient of `z` gives `x`: grad 108" (the lesson of a
+    persistent tape is that both answers exist)."""
+    drawn = set(graph.calls_together(tp)) if call == graph.ALL_CALLS else {call}
+    others = [c for i, c in enumerate(tp.gradients)
+              if i not in drawn and c.error is None and c.kind == "gradient"][:3]
+    out = ""
+    for c in others:
+        at = f" at {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
+        target = code(", ".join(graph.tensor_name(rec, t) for t in c.target))
+        out += f"; the same tape{at}: the gradient of {target} gives {_results(rec, c)}"
+    return out
 
 
 # -- an expression as the recording saw it: y = x·x·x ------------------------------------------
