@@ -160,6 +160,10 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         for t in op.inputs:
             consumers.setdefault(alias(t), set()).add(node_of[op.id])
 
+    # A tf.function's forward call under a tape returns, after its results, the values its
+    # gradient will need (x, 2 for x * x + 2 * x): a student's picture has no use for them.
+    kept_for_gradient = {alias(t) for op in ops if op.function and op.phase == FORWARD for t in op.outputs[1:]}
+
     def shows(t: int) -> bool:
         if on_path is not None and t not in on_path:
             return False
@@ -170,6 +174,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
             return True
         if info is not None and info.name and t not in consumers:
             return True     # a named result nothing used: what the user asked for
+        if t in kept_for_gradient and t not in consumers:
+            return False
         home = producer.get(t)
         if home is not None and home.startswith(FOLD_PREFIX):
             return False    # one of a loop's thousand partial results: the fold node says their range
@@ -387,7 +393,7 @@ def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int],
     """{variable: its record with the value its first read in this tape's view gave}. A
     variable's own record holds the value it was first seen with; in a training loop's
     step 3 the student must see w as step 3 read it, beside step 3's gradient."""
-    out = {}
+    out, assigned = {}, set()
     for op in rec.ops:
         if (op.type != READ_VARIABLE or not op.inputs or not op.outputs
                 or upto_op is not None and op.id > upto_op
@@ -399,6 +405,22 @@ def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int],
             continue
         if read.value is not None or read.stats is not None:
             out[variable] = dataclasses.replace(info, value=read.value, stats=read.stats)
+    # A variable no op read (its handle went straight into a tf.function): the value last
+    # assigned to it before the view's ops, so `x = 3` still shows.
+    first = block[2] if block else None
+    for op in rec.ops:
+        if first is not None and op.id >= first or upto_op is not None and op.id > upto_op:
+            break
+        if op.type != "AssignVariableOp" or len(op.inputs) < 2:
+            continue
+        variable = alias(op.inputs[0])
+        value, info = rec.tensor(op.inputs[1]), rec.tensor(variable)
+        if (variable in out and variable not in assigned or value is None or info is None
+                or info.kind != VARIABLE or info.value is not None):
+            continue
+        if value.value is not None or value.stats is not None:
+            out[variable] = dataclasses.replace(info, value=value.value, stats=value.stats)
+            assigned.add(variable)
     return out
 
 
