@@ -72,6 +72,20 @@ def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
     assert nan.text.startswith("**NaN** first appeared at line 7")
     G = graph.build(rec, tape=1, call=0, backward=True)
     assert view.node_for_tensor(rec, G, ids["dw"]) == t(ids["dw"])
+    # the op that made it in the student's words: `*`, and TensorFlow's SqrtGrad as the
+    # gradient of tf.sqrt
+    assert nan.text.endswith("backward pass, made by `*`."), nan.text
+    dw_op.type = "SqrtGrad"
+    assert view.callouts(rec)[-1].text.endswith("made by the gradient of `tf.sqrt`.")
+
+
+def test_a_gradient_holding_a_nan_says_nan_not_the_size_of_its_finite_part():
+    from tapeviz.recording import Stats
+    rec, ids = wxb()
+    dw = rec.tensor(ids["dw"])
+    dw.value, dw.shape = None, [3, 2]
+    dw.stats = Stats(min=0.0, max=1.0, mean=0.5, std=0.3, nan=2)
+    assert "`w`: grad ⚠ NaN \\(3×2\\)" in view.sentence(rec, "call:1:0")
 
 
 def test_steps_follow_the_drawn_ops_and_reveal_what_ran():

@@ -634,6 +634,9 @@ def grad_words(grad, kind: str = "gradient") -> str:
     norm teaches nothing: its numbers when small, else its shape ("jacobian 3×3")."""
     if grad is None:
         return "grad None"
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf) and not small(grad):
+        # its size would be the size of the finite part: a NaN must be said, not averaged
+        return "grad ⚠ " + ("NaN" if grad.stats.nan else "Inf") + (f" ({_short_shape(grad.shape)})" if grad.shape else "")
     if kind != "gradient":
         return "jacobian " + (short_value(grad) if small(grad) else _short_shape(grad.shape) or "?")
     if not small(grad) and _norm(grad) is not None:

@@ -192,13 +192,23 @@ def alert_text(rec: Recording, alert) -> str:
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
     where = f" at {graph.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
-    maker = literal(op.function or op.type, 200) if op is not None else ""
+    maker = maker_words(op) if op is not None else ""
     made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
         return f"**{what}** first appeared{where}: in {code(info.name)}{made}."
     if op is not None:
-        return f"**{what}** first appeared{where}, in the {literal(alert.phase, 20)} pass: {maker} made it."
+        return f"**{what}** first appeared{where}, in the {literal(alert.phase, 20)} pass, made by {maker}."
     return f"**{what}** first appeared{where}."
+
+
+def maker_words(op) -> str:
+    """The op that made a NaN, in the Python that made it: `*`, or "the gradient of
+    `tf.sqrt`" for TensorFlow's SqrtGrad (its own name is jargon to a student)."""
+    if op.function:
+        return code(op.function)
+    if op.type.endswith("Grad") and op.type[:-4] in op_words.PYTHON:
+        return "the gradient of " + code(op_words.python_name(op.type[:-4]))
+    return code(op_words.python_name(op.type))
 
 
 def code_html(source: str, line: Optional[int], context: int = 3) -> str:
