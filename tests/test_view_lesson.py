@@ -363,3 +363,28 @@ def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
         "one step of a loop whose `with` ran ×313 steps: step 20")
     assert messages.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
     assert messages.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")
+
+
+def test_a_training_steps_sentence_gives_its_loss_and_the_range_of_its_gradients():
+    # six norms in a row were a wall of numbers: the loss's value, then the smallest and the
+    # largest gradient, by name (each one is on its own node)
+    from test_graph import Builder
+    from tapeviz.recording import GradResult, Stats
+    b = Builder()
+    names = ["k1", "b1", "k2", "b2"]
+    sources = [b.tensor(n, "variable", shape=(10, 10)) for n in names]
+    loss = b.op("AddN", [b.read(s) for s in sources], line=6, name="loss")
+    b.rec.tensor(loss).value = 2.329
+    grads = []
+    for k in range(4):
+        g = b.tensor(shape=(10, 10))
+        b.rec.tensor(g).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=0.01 * (k + 1))   # size 0.1 (k + 1)
+        grads.append(g)
+    b.rec.source = "\n" * 4 + "with tf.GradientTape() as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=False, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops], gradients=[GradientCall(
+                            line=8, kind="gradient", target=[loss], sources=sources,
+                            results=[GradResult(s, g) for s, g in zip(sources, grads)])])]
+    said = view.sentence(b.rec, "call:0:0")
+    assert said.endswith("the gradient of `loss` (value 2" + markdown.literal(".") + "329) gives all 4 sources a "
+                         "gradient, from size 0.1 (`k1`) to size 0.4 (`b2`)."), said

@@ -326,8 +326,9 @@ def _inside(box, screen) -> bool:
 
 
 def _label_priority(data: dict) -> tuple:
-    # What the lesson is about gets its label first: sources, targets, named tensors, folds.
-    return (data.get("role") is None, data.get("name") is None,
+    # What the lesson is about gets its label first: the target (a step's loss and its
+    # value), the sources, named tensors, folds.
+    return (data.get("role") is None, data.get("role") != "target", data.get("name") is None,
             data.get("kind") not in ("repeat", GROUP), data.get("kind") != "op", data.get("order", 0))
 
 

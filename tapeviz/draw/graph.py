@@ -644,6 +644,13 @@ def grad_words(grad, kind: str = "gradient") -> str:
     return "grad " + short_value(grad)
 
 
+def grad_size(grad) -> Optional[float]:
+    """A gradient's size (its L2 norm), None when its stats are unknown or not finite."""
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf):
+        return None
+    return _norm(grad)
+
+
 def short_value(info) -> str:
     """A tensor in a few characters: its numbers when it has at most 4, else its shape and
     size (the L2 norm, said in words)."""

@@ -575,11 +575,23 @@ def sentence(rec: Recording, view_key: str) -> str:
             words = numbers or graph.grad_words(grad, chosen.kind)
             parts.append(f"with respect to {code(graph.tensor_name(rec, r.source))} is {literal(words, 300)}")
         return f"{said}; the {chosen.kind} of {target} " + ", ".join(parts) + "."
+    value = rec.tensor(chosen.target[0]) if len(chosen.target) == 1 else None
+    if value is not None and not value.shape and graph.small(value):   # a step's loss, say
+        target += f" (value {literal(graph.short_value(value), 40)})"
     return f"{said}; the gradient of {target} gives {_results(rec, chosen)}{_asked_again(rec, tp, call)}."
 
 
 def _results(rec: Recording, chosen) -> str:
-    """"`w`: grad 3, `x`: grad None"."""
+    """"`w`: grad 3, `x`: grad None"; for many big gradients (a model's variables) only the
+    range of their sizes, "all 6 sources a gradient, from size 0.09 (`dense/kernel`) to size
+    0.29 (`conv2d_1/kernel`)": six norms in a row are a wall of numbers, each is on its node."""
+    grads = [(r.source, rec.tensor(r.grad) if r.grad is not None else None) for r in chosen.results]
+    sizes = [(graph.grad_size(g), s) for s, g in grads if g is not None and not graph.small(g)]
+    if len(grads) > 3 and len(sizes) == len(grads) and all(size is not None for size, _ in sizes):
+        (low, at_low), (high, at_high) = min(sizes), max(sizes)
+        return (f"all {len(grads)} sources a gradient, from size {graph.number_text(low)} "
+                f"({code(graph.tensor_name(rec, at_low))}) to size {graph.number_text(high)} "
+                f"({code(graph.tensor_name(rec, at_high))})")
     parts = []
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
