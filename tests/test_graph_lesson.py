@@ -254,3 +254,12 @@ def test_a_tf_function_call_shows_its_input_variables_value_and_only_its_result(
     assert G.nodes[t(x)]["label"] == "x = 3\ngrad 8"
     assert sorted(d["label"] for n, d in G.nodes(data=True) if d["kind"] == "tensor") == ["x = 3\ngrad 8",
                                                                                          "y = 15\ngrad 1"]
+
+
+def test_fizzbuzzs_range_is_named_as_written():
+    b = Builder()
+    b.rec.source = "for num in tf.range(1, max_num + 1):\n"
+    start, stop, step = (b.tensor(kind="constant", value=v) for v in (1, 16, 1))
+    b.op("Range", [start, stop, step], line=1, tapes=())
+    G = graph.build(b.rec)
+    assert [d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"] == ["tf.range"]
