@@ -47,6 +47,7 @@ MIN_HEIGHT, MAX_HEIGHT = 320, 620
 CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
 WIDER = 1.6               # the widest plot, against PLOT_W, a label's place is checked on
 EDGE_MARGIN = 2           # px around a label that an arrow should not cross either
+NEARER_PX = 6             # a label whose box is this much nearer another node reads as that node's
 ARROW_AWARE_NODES = 250   # up to this many nodes labels keep off arrows (a lesson's graph); past
                           # it the checks cost seconds on a graph too dense to read labels on anyway
 PLACES = ("top center", "bottom center", "middle right", "middle left",
@@ -343,6 +344,7 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
         nodes = nodes[:MAX_LABELS]   # thousands of labels would be an unreadable smear: hover has them
     mine = {n: screen.marker_box(pos[n], _radius(G, n)) for n in pos}
     boxes = _Boxes(occupied)
+    centres = np.array([screen.px(p) for p in pos.values()], dtype=float).reshape(-1, 2)
     out = {}
     for clear_only in ((True, False) if edges is not None else (False,)):
         for n in nodes:
@@ -350,7 +352,7 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
                 continue
             lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
             for attempt in (lines, lines[:1]):
-                spot = _spot(G, n, pos, screen, boxes, mine[n], attempt, font, edges, clear_only)
+                spot = _spot(G, n, pos, screen, boxes, mine[n], attempt, font, edges, clear_only, centres)
                 if spot is not None:
                     boxes.add(spot[1])
                     out[n] = (spot[0], "<br>".join(html.escape(x) for x in attempt))
@@ -361,13 +363,15 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
     return out
 
 
-def _spot(G, n, pos, screen, boxes, own, lines, font, edges, clear_only: bool):
-    """(place, box) for one label: free of labels and markers, and of those the first no
-    arrow crosses, else (unless clear_only) the one the fewest cross; None if none is free."""
+def _spot(G, n, pos, screen, boxes, own, lines, font, edges, clear_only: bool, centres=None):
+    """(place, box) for one label: free of labels and markers, nearer its own node than any
+    other (a label beside a layer, over the next one, names the wrong layer), and of those
+    the first no arrow crosses, else (unless clear_only) the one the fewest cross; None if
+    none is free."""
     best, crossed = None, math.inf
     for place in PLACES:
         box = screen.label_box(pos[n], _radius(G, n), lines, place, font)
-        if not _inside(box, screen) or boxes.hits(box, own):
+        if not _inside(box, screen) or boxes.hits(box, own) or not _nearest_own(box, screen.px(pos[n]), centres):
             continue
         crossing = edges.crossing(pos[n], _radius(G, n), lines, place, font) if edges is not None else 0
         if crossing == 0:
@@ -375,6 +379,21 @@ def _spot(G, n, pos, screen, boxes, own, lines, font, edges, clear_only: bool):
         if crossing < crossed:
             best, crossed = (place, box), crossing
     return None if clear_only else best
+
+
+def _nearest_own(box, own, centres) -> bool:
+    """Whether the label sits by its own node: no other node's centre is nearer the box than
+    its own by more than NEARER_PX (distances to the box's nearest point, 0 inside it)."""
+    if centres is None or len(centres) < 2:
+        return True
+
+    def gap(x, y):
+        dx = np.maximum(np.maximum(box[0] - x, x - box[2]), 0.0)
+        dy = np.maximum(np.maximum(box[1] - y, y - box[3]), 0.0)
+        return np.hypot(dx, dy)
+
+    mine = float(gap(np.float64(own[0]), np.float64(own[1])))
+    return bool((gap(centres[:, 0], centres[:, 1]) + NEARER_PX >= mine).all())
 
 
 class _Boxes:
