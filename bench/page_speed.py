@@ -28,38 +28,44 @@ sys.path.insert(0, str(ROOT / "tests"))
 import browser_util  # noqa: E402  (the browser tests' server and chromium)
 
 # Installed before each click: when the page shows each stage, in performance.now() ms.
-# A fast run may never show "Running your program" (Streamlit draws a status only after a
-# short delay), so Streamlit's own running widget, or the last run's "Run → drawn in" line
-# being taken down or replaced, also counts as the run having started; waiting for the
-# status text alone hung the bench once. Finished: a fresh "Run → drawn in" line.
+# Text alone cannot tell a run is over: a quick run draws the same "Run → drawn in 0.4 s"
+# line the last press drew, and may never show "Running your program" (Streamlit shows a
+# status only after a short delay); waiting for a fresh line hung the bench on the
+# graph-first page. The app root's script state (`data-test-script-state`, Streamlit's own
+# mark for its tests) says when the press's script run started and when the last run it
+# led to ended; the "Run → drawn in" line must be on the page then (a slow run's reruns
+# take it down while its status shows, so a rerun in between never counts as the end).
 WATCH = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
   const drawnLine = () => (document.body.innerText.match(/Run → drawn in[^\\n]*/) || [''])[0];
+  const state = () => app.getAttribute('data-test-script-state');
   window.__t = {click: performance.now(), before: drawnLine()};
   const seen = () => {
-    const text = document.body.innerText;
     const t = performance.now();
     const line = drawnLine();
     if (!line) window.__t.gone = true;            // the last run's line was taken down
-    const fresh = line && (line !== window.__t.before || window.__t.gone);
-    if (!window.__t.running && (text.includes('Running your program') || window.__t.gone
-        || document.querySelector('[data-testid="stStatusWidget"]') || fresh))
-      window.__t.running = t;
-    if (window.__t.running && !window.__t.finished && fresh) window.__t.finished = t;
+    if (!window.__t.running && state() === 'running') window.__t.running = t;
+    if (!window.__t.running) return;
+    if (!window.__t.finished && line && (line !== window.__t.before || window.__t.gone
+        || state() !== 'running'))
+      window.__t.finished = t;                    // drawn and timed
+    if (window.__t.finished && !window.__t.over && line && state() === 'notRunning')
+      window.__t.over = t;                        // the script run is over
   };
   if (window.__obs) window.__obs.disconnect();
   window.__obs = new MutationObserver(seen);
-  window.__obs.observe(document.body, {subtree: true, childList: true, characterData: true});
+  window.__obs.observe(document.body, {subtree: true, childList: true, characterData: true,
+                                       attributes: true, attributeFilter: ['data-test-script-state']});
 }"""
 
 PLOT = ".js-plotly-plot .scatterlayer, .js-plotly-plot canvas"
 # True once the run is over and its graph is on screen (polled every animation frame).
 DRAWN = """() => {
   const t = window.__t;
-  if (!t || !t.finished) return false;
+  if (!t || !t.over) return false;
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;  // still running
   const svg = document.querySelector(PLOT);
   if (!svg) return false;
-  if (!t.idle) t.idle = performance.now();
   t.drawn = performance.now();
   return true;
 }""".replace("PLOT", repr(PLOT))
@@ -67,7 +73,7 @@ DRAWN = """() => {
 
 def stages(page) -> dict:
     t = page.evaluate("() => window.__t")
-    return {k: (t[k] - t["click"]) / 1000 for k in ("running", "finished", "idle", "drawn")
+    return {k: (t[k] - t["click"]) / 1000 for k in ("running", "finished", "over", "drawn")
             if k in t}
 
 
@@ -118,12 +124,12 @@ def browser(args) -> None:
     for name, (cold, presses, first) in results.items():
         drawn = [p["drawn"] for p in presses]
         split = {k: statistics.median(p.get(k, float("nan")) for p in presses)
-                 for k in ("running", "finished", "idle")}
+                 for k in ("running", "finished", "over")}
         print(f"  {name:13s} warm {statistics.median(drawn):5.2f} [{min(drawn):.2f}-"
               f"{max(drawn):.2f}]   cold {cold:5.2f}"
               + (" (first page of a fresh server)" if first else " (new tab)"))
         print(f"  {'':13s} click -> running {split['running']:.2f}, -> drawn and timed "
-              f"{split['finished']:.2f}, -> script over {split['idle']:.2f}, -> drawn "
+              f"{split['finished']:.2f}, -> script over {split['over']:.2f}, -> drawn "
               f"{statistics.median(drawn):.2f}")
         print(f"  {'':13s} each press: " + " ".join(f"{d:.2f}" for d in drawn))
 

@@ -6,7 +6,7 @@ from tapeviz.draw import figures, graph, layout
 from test_graph import Builder, keras_like, o, t, wxb
 from test_graph_lesson import loop
 from test_figures import label_boxes, overlaps
-from tapeviz.recording import Stats, Tape
+from tapeviz.recording import BACKWARD, FlowEntry, GradientCall, GradResult, Stats, Tape
 
 
 def cube():
@@ -143,3 +143,117 @@ def test_none_note_and_labels_do_not_collide():
     markers = [screen.marker_box(pos[n], figures._radius(G, n)) for n in G if n != t(ids["x"])]
     assert not any(figures._intersect(box, m) for m in markers)
     assert not any(figures._intersect(box, b) for _, b in label_boxes(fig))
+
+
+def second_derivative():
+    """The nested-tapes lesson as the recorder writes the outer tape of y = x * x * x at
+    x = 1: three reads of x, two Muls, then the inner gradient's backward ops (recorded by
+    the outer tape), summed by an AddN into dy_dx; the outer call asks d dy_dx / dx."""
+    b = Builder()
+    x = b.tensor("x", "variable", value=1.0)
+    r1, r2 = b.read(x), b.read(x)
+    xx = b.op("Mul", [r1, r2], line=7)
+    r3 = b.read(x)
+    y = b.op("Mul", [xx, r3], line=7, name="y")
+    seed = b.tensor(kind="constant", value=1.0)
+    g_xx = b.op("Mul", [seed, r3], line=9, phase=BACKWARD)
+    g_r3 = b.op("Mul", [seed, xx], line=9, phase=BACKWARD)
+    g_r1 = b.op("Mul", [g_xx, r2], line=9, phase=BACKWARD)
+    g_r2 = b.op("Mul", [g_xx, r1], line=9, phase=BACKWARD)
+    dy_dx = b.op("AddN", [g_r3, g_r1, g_r2], line=9, phase=BACKWARD, name="dy_dx")
+    for t_, v in ((r1, 1.0), (r2, 1.0), (xx, 1.0), (r3, 1.0), (y, 1.0), (g_xx, 1.0), (g_r3, 1.0),
+                  (g_r1, 1.0), (g_r2, 1.0), (dy_dx, 3.0)):
+        b.rec.tensor(t_).value = v
+    d2 = b.tensor(value=6.0)
+    flow = [FlowEntry(x, 6.0, 6.0), FlowEntry(r1, 2.0, 2.0), FlowEntry(r2, 2.0, 2.0), FlowEntry(xx, 1.0, 1.0),
+            FlowEntry(r3, 2.0, 2.0), FlowEntry(g_xx, 2.0, 2.0), FlowEntry(g_r3, 1.0, 1.0),
+            FlowEntry(g_r1, 1.0, 1.0), FlowEntry(g_r2, 1.0, 1.0), FlowEntry(dy_dx, 1.0, 1.0)]
+    b.rec.tapes.append(Tape(id=1, line=5, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[op.id for op in b.rec.ops], gradients=[
+                                GradientCall(line=10, kind="gradient", target=[dy_dx], sources=[x],
+                                             results=[GradResult(x, d2)], flow=flow)]))
+    return b.rec, dict(x=x, dy_dx=dy_dx)
+
+
+def edge_pieces(fig, width_scale=1.0):
+    """The drawn edges as straight pieces in the estimated plot pixels label_boxes uses."""
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
+                             fig.layout.height - figures.PLOT_MARGIN,
+                             figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
+    edges = trace(fig, "edges")
+    pieces, last = [], None
+    for x, y in zip(edges.x, edges.y):
+        point = None if x != x else screen.px((x, y))
+        if point is not None and last is not None:
+            pieces.append((last, point))
+        last = point
+    return pieces
+
+
+def crosses(box, piece) -> bool:
+    """Whether a straight piece passes through a box (clipped against its four sides)."""
+    (x0, y0), (x1, y1) = piece
+    low, high = 0.0, 1.0
+    for p, q in ((x0 - x1, x0 - box[0]), (x1 - x0, box[2] - x0), (y0 - y1, y0 - box[1]), (y1 - y0, box[3] - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+        elif p < 0:
+            low = max(low, q / p)
+        else:
+            high = min(high, q / p)
+    return low < high
+
+
+def crossed_labels(fig) -> list:
+    pieces = edge_pieces(fig)
+    return [node for node, box in label_boxes(fig) if any(crosses(box, piece) for piece in pieces)]
+
+
+def test_no_arrow_crosses_the_nested_tapes_lesson_labels():
+    # The inner gradient's AddN fans three arrows in, and x fans five out: placed against
+    # labels and markers only, tf.add_n's label sat where its inputs arrive, and x's "grad 6"
+    # and two "*" were crossed by x's own arrows.
+    rec, ids = second_derivative()
+    G, pos, fig = drawn(rec, tape=1, call=0)
+    crossed = crossed_labels(fig)
+    lesson = [t(ids["x"]), t(ids["dy_dx"])] + [n for n, d in G.nodes(data=True) if d["kind"] == "op"]
+    assert [G.nodes[n]["label"] for n in crossed if n in lesson] == []
+    assert len(crossed) <= 2, [G.nodes[n]["label"] for n in crossed]
+    assert overlaps(label_boxes(fig)) == []
+
+
+def test_no_arrow_crosses_a_label_on_the_small_lesson_graphs():
+    for rec, kw in [(wxb()[0], dict(tape=1, call=0)), (cube()[0], dict(tape=1))]:
+        G, _, fig = drawn(rec, **kw)
+        assert [G.nodes[n]["label"] for n in crossed_labels(fig)] == []
+
+
+def misattributed(G, fig) -> list:
+    """Labels whose box lies nearer another node's centre than their own's (by more than
+    figures.NEARER_PX): read as that node's label."""
+    import numpy as np
+    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
+                             fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
+    pos = layout.layered(G)
+    centres = {n: screen.px(p) for n, p in pos.items()}
+
+    def gap(box, point):
+        dx = max(box[0] - point[0], point[0] - box[2], 0.0)
+        dy = max(box[1] - point[1], point[1] - box[3], 0.0)
+        return float(np.hypot(dx, dy))
+
+    return [node for node, box in label_boxes(fig)
+            if any(gap(box, c) + figures.NEARER_PX < gap(box, centres[node]) for m, c in centres.items() if m != node)]
+
+
+def test_each_label_sits_by_its_own_node():
+    # A training step's layers in a row, 34 px squares a few px apart: "conv2d_1" placed to
+    # the top right of its square sat over the next layer's square and named it.
+    rec, _ = keras_like()
+    for G in (graph.build(rec, tape=1, call=0, group=True), graph.build(rec, tape=1, call=0),
+              graph.build(second_derivative()[0], tape=1, call=0)):
+        fig = figures.op_graph(G, layout.layered(G), flow=None)
+        assert misattributed(G, fig) == [], [G.nodes[n]["label"] for n in misattributed(G, fig)]

@@ -227,3 +227,39 @@ def test_a_variable_in_a_steps_graph_shows_the_value_that_step_read():
         assert label.splitlines()[0] == "w = " + graph.number_text(rec.tensor(read).value)
         assert graph.build(rec, tape=tape_id).nodes[t(w)]["label"] == label.splitlines()[0]
     assert rec.tensor(w).value == 2.0         # the recording itself is not changed
+
+
+def test_a_tf_function_call_shows_its_input_variables_value_and_only_its_result():
+    # y = f(x) for @tf.function f(x) = x * x + 2 * x at x = 3 under a tape, as the recorder
+    # writes it: x's handle goes into the call unread, and the call returns y and, after it,
+    # what f's gradient will need (3, 3, 3, 2).
+    from tapeviz.recording import GradResult
+    b = Builder()
+    x = b.tensor("x", "variable", dtype="resource")
+    three = b.tensor(kind="constant", value=3.0)
+    b.rec.ops.append(Op(id=b._id(), type="AssignVariableOp", inputs=[x, three], outputs=[], line=9, scope=None,
+                        tapes=[], phase="forward"))
+    y = b.op("f", [x], line=12, name="y")
+    call_op = b.rec.ops[-1]
+    call_op.function = "f"
+    b.rec.tensor(y).value = 15.0
+    for v in (3.0, 3.0, 3.0, 2.0):
+        call_op.outputs.append(b.tensor(value=v, producer=call_op.id))
+    dx = b.tensor(value=8.0)
+    b.rec.tapes.append(Tape(id=1, line=11, persistent=False, watch_accessed_variables=True, parent=None,
+                            ops=[call_op.id], end_line=12, gradients=[GradientCall(
+                                line=14, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dx)],
+                                flow=[FlowEntry(x, 8.0, 8.0), FlowEntry(y, 1.0, 1.0)])]))
+    G = graph.build(b.rec, tape=1, call=0)
+    assert G.nodes[t(x)]["label"] == "x = 3\ngrad 8"
+    assert sorted(d["label"] for n, d in G.nodes(data=True) if d["kind"] == "tensor") == ["x = 3\ngrad 8",
+                                                                                         "y = 15\ngrad 1"]
+
+
+def test_fizzbuzzs_range_is_named_as_written():
+    b = Builder()
+    b.rec.source = "for num in tf.range(1, max_num + 1):\n"
+    start, stop, step = (b.tensor(kind="constant", value=v) for v in (1, 16, 1))
+    b.op("Range", [start, stop, step], line=1, tapes=())
+    G = graph.build(b.rec)
+    assert [d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"] == ["tf.range"]

@@ -51,3 +51,38 @@ def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, width, he
         assert callout.evaluate(IN_VIEW)
         assert_no_exception(page)
         page.screenshot(path=screenshot_path(f"debugger_unwatched_{width}x{height}.png"))
+
+
+def graph_text_in_view(page, text: str) -> bool:
+    """Whether a label or note drawn by plotly holding `text` lies inside the window."""
+    found = page.locator(".js-plotly-plot .textpoint text, .js-plotly-plot .annotation-text", has_text=text)
+    return any(found.nth(i).evaluate(IN_VIEW) for i in range(found.count()))
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, width, height):
+    # The non-persistent tape's second call fails: the callout says so and the call that
+    # worked is drawn with its number (dz/dx = 108) on arrival; its error box and quoted line,
+    # which the callout repeats, no longer push the graph below the fold. The persistent tape
+    # is asked for dz/dx and dy/dx: both numbers are said as the page opens.
+    with browser_page() as page:
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{server}/?example=nonpersistent_error")
+        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        assert page.evaluate("window.scrollY") == 0
+        callout = page.locator("[data-testid='stAlert']", has_text="freed its recording").first
+        assert callout.evaluate(IN_VIEW)
+        assert graph_text_in_view(page, "grad 108")
+        assert_no_exception(page)
+        page.screenshot(path=screenshot_path(f"debugger_nonpersistent_{width}x{height}.png"))
+
+        page.goto(f"{server}/?example=persistent_tape")
+        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        said = page.locator("[data-testid='stMarkdownContainer']", has_text="the same tape at").first
+        assert said.evaluate(IN_VIEW)
+        text = said.inner_text()
+        assert "grad 6" in text and "grad 108" in text, text
+        assert graph_text_in_view(page, "grad 6")
+        assert_no_exception(page)

@@ -72,6 +72,20 @@ def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
     assert nan.text.startswith("**NaN** first appeared at line 7")
     G = graph.build(rec, tape=1, call=0, backward=True)
     assert view.node_for_tensor(rec, G, ids["dw"]) == t(ids["dw"])
+    # the op that made it in the student's words: `*`, and TensorFlow's SqrtGrad as the
+    # gradient of tf.sqrt
+    assert nan.text.endswith("backward pass, made by `*`."), nan.text
+    dw_op.type = "SqrtGrad"
+    assert view.callouts(rec)[-1].text.endswith("made by the gradient of `tf.sqrt`.")
+
+
+def test_a_gradient_holding_a_nan_says_nan_not_the_size_of_its_finite_part():
+    from tapeviz.recording import Stats
+    rec, ids = wxb()
+    dw = rec.tensor(ids["dw"])
+    dw.value, dw.shape = None, [3, 2]
+    dw.stats = Stats(min=0.0, max=1.0, mean=0.5, std=0.3, nan=2)
+    assert "`w`: grad ⚠ NaN \\(3×2\\)" in view.sentence(rec, "call:1:0")
 
 
 def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
@@ -182,6 +196,12 @@ def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_wa
     (freed,) = view.callouts(rec)
     assert freed.view == "call:1:0" and "line 9 failed" in freed.text
     assert "freed its recording after the call at line 8" in freed.text
+    # the run's error is that call's: the callout states it, so its full box folds away
+    from tapeviz.recording import Error
+    rec.error = Error(type="RuntimeError", message="A non-persistent GradientTape ...", line=9)
+    assert view.error_called_out(rec)
+    rec.error.line = 12     # an error of another line has no callout: shown in full
+    assert not view.error_called_out(rec)
 
 
 def test_one_sentence_says_what_the_picture_shows():
@@ -190,6 +210,48 @@ def test_one_sentence_says_what_the_picture_shows():
     assert said.startswith("`tape 1` recorded")
     assert "`w`: grad 3" in said and "`b`: grad 1" in said and "`x`: grad None" in said
     assert view.sentence(rec, view.ALL_OPS).startswith("Every op")
+
+
+def test_a_persistent_tapes_other_answers_are_in_the_sentence():
+    # the seed's persistent tape asked for dz/dx then dy/dx: the picture is one call's, the
+    # sentence carries the other's number too (dz/dx = 108, dy/dx = 6)
+    from test_graph import Builder
+    from tapeviz.recording import GradResult
+    b = Builder()
+    x = b.tensor("x", "constant", value=3.0)
+    y = b.op("Mul", [x, x], line=7, name="y")
+    z = b.op("Mul", [y, y], line=8, name="z")
+    dz, dy = b.tensor(value=108.0), b.tensor(value=6.0)
+    b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
+                        watched=[x], ops=[op.id for op in b.rec.ops], gradients=[
+                            GradientCall(line=10, kind="gradient", target=[z], sources=[x], results=[GradResult(x, dz)]),
+                            GradientCall(line=11, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])])]
+    said = view.sentence(b.rec, view.default_view(b.rec))
+    assert "the gradient of `y` gives `x`: grad 6" in said
+    assert "the same tape at line 10: the gradient of `z` gives `x`: grad 108" in said
+    # a tape asked once says nothing more
+    b.rec.tapes[0].gradients.pop()
+    assert "same tape" not in view.sentence(b.rec, "call:0:0")
+
+
+def test_a_jacobian_says_its_matrix_not_its_norm():
+    from test_graph import Builder
+    from tapeviz.recording import FlowEntry, GradResult
+    b = Builder()
+    x = b.tensor("x", "variable", value=[1.0, 2.0, 3.0], shape=(3,))
+    y = b.op("Mul", [b.read(x), b.read(x)], line=6, name="y")
+    jac = b.tensor(value=[[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]], shape=(3, 3))
+    b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops], gradients=[
+                            GradientCall(line=9, kind="jacobian", target=[y], sources=[x], results=[GradResult(x, jac)],
+                                         flow=[FlowEntry(x, 7.483)])])]
+    said = view.sentence(b.rec, "call:0:0")
+    assert said.endswith("the jacobian of `y` with respect to `x` is "
+                         + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
+    G = graph.build(b.rec, tape=0, call=0)
+    assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
 
 
 def nested_recording():
@@ -301,3 +363,28 @@ def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
         "one step of a loop whose `with` ran ×313 steps: step 20")
     assert messages.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
     assert messages.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")
+
+
+def test_a_training_steps_sentence_gives_its_loss_and_the_range_of_its_gradients():
+    # six norms in a row were a wall of numbers: the loss's value, then the smallest and the
+    # largest gradient, by name (each one is on its own node)
+    from test_graph import Builder
+    from tapeviz.recording import GradResult, Stats
+    b = Builder()
+    names = ["k1", "b1", "k2", "b2"]
+    sources = [b.tensor(n, "variable", shape=(10, 10)) for n in names]
+    loss = b.op("AddN", [b.read(s) for s in sources], line=6, name="loss")
+    b.rec.tensor(loss).value = 2.329
+    grads = []
+    for k in range(4):
+        g = b.tensor(shape=(10, 10))
+        b.rec.tensor(g).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=0.01 * (k + 1))   # size 0.1 (k + 1)
+        grads.append(g)
+    b.rec.source = "\n" * 4 + "with tf.GradientTape() as tape:\n"
+    b.rec.tapes = [Tape(id=0, line=5, persistent=False, watch_accessed_variables=True, parent=None,
+                        ops=[op.id for op in b.rec.ops], gradients=[GradientCall(
+                            line=8, kind="gradient", target=[loss], sources=sources,
+                            results=[GradResult(s, g) for s, g in zip(sources, grads)])])]
+    said = view.sentence(b.rec, "call:0:0")
+    assert said.endswith("the gradient of `loss` (value 2" + markdown.literal(".") + "329) gives all 4 sources a "
+                         "gradient, from size 0.1 (`k1`) to size 0.4 (`b2`)."), said

@@ -190,3 +190,38 @@ def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
     (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
     assert logits["stacked"] == 8 and logits["label"].startswith("logits ×8")
     assert logits["label"].endswith("size " + graph.number_text(norms[-1])), "the newest step's logits"
+
+
+@pytest.mark.slow
+def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
+    """The persistent tape's two answers, a jacobian's matrix and a tf.function's input value,
+    said by the page as it opens, against the numbers the same programs print under plain TF."""
+    import re
+    from tapeviz.page import editor
+
+    def numbers(text):
+        return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+    persistent = editor.example_code("persistent_tape")
+    printed = dict(line.split(" = ") for line in plain(persistent, tmp_path))
+    said = view.sentence(rec := recorded(persistent, tmp_path), view.default_view(rec)).replace("\\", "")
+    for name, target in (("dz_dx", "z"), ("dy_dx", "y")):
+        assert f"the gradient of `{target}`" in said and \
+            f"`x`: grad {graph.number_text(float(printed[name]))}" in said.split(f"gradient of `{target}`")[1], said
+
+    jacobian = editor.example_code("jacobian")
+    out = "\n".join(plain(jacobian, tmp_path))
+    matrix = numbers(out.split("dy_dx =")[1].split("dys_dxs")[0])
+    rec = recorded(jacobian, tmp_path)
+    said = view.sentence(rec, view.default_view(rec)).replace("\\", "")
+    assert "the jacobian of `y` with respect to `x` is" in said, said
+    assert numbers(said.split(" is ")[1]) == pytest.approx(matrix)
+
+    function = editor.example_code("tf_function")
+    printed = dict(line.split(" = ") for line in plain(function, tmp_path))
+    rec = recorded(function, tmp_path)
+    tape, call = view.parse_view(view.default_view(rec))
+    G = graph.build(rec, tape=tape, call=call)
+    labels = sorted(d["label"] for _, d in G.nodes(data=True) if d["kind"] == "tensor")
+    assert labels == [f"x = 3\ngrad {graph.number_text(float(printed['dy_dx']))}",
+                      f"y = {graph.number_text(float(printed['y']))}\ngrad 1"]

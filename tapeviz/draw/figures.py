@@ -45,7 +45,13 @@ COLOUR_BAR_PX = 110       # what the colour bar takes from the plot's width
 PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
 MIN_HEIGHT, MAX_HEIGHT = 320, 620
 CHAR_EM, LINE_EM = 0.62, 1.3    # a label character's width and a line's height, in font sizes
-PLACES = ("top center", "bottom center", "middle right", "middle left")
+WIDER = 1.6               # the widest plot, against PLOT_W, a label's place is checked on
+EDGE_MARGIN = 2           # px around a label that an arrow should not cross either
+NEARER_PX = 6             # a label whose box is this much nearer another node reads as that node's
+ARROW_AWARE_NODES = 250   # up to this many nodes labels keep off arrows (a lesson's graph); past
+                          # it the checks cost seconds on a graph too dense to read labels on anyway
+PLACES = ("top center", "bottom center", "middle right", "middle left",
+          "top right", "top left", "bottom right", "bottom left")
 CURVE_POINTS = 16
 
 COLORSCALE = "Viridis"
@@ -99,7 +105,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     if counts is not None:
         fig.add_trace(counts)
     # Past SVG_NODES, labels would be a smear (and costly to place): the hover carries them.
-    places = _place_labels(G, shown, screen, occupied, font) if svg else {}
+    arrows = _Segments(paths, shown, screen) if len(shown) <= ARROW_AWARE_NODES else None
+    places = _place_labels(G, shown, screen, occupied, font, arrows) if svg else {}
     for category in CATEGORIES:
         nodes = [n for n, d in G.nodes(data=True) if d.get("category") == category and n in shown]
         if nodes:
@@ -288,16 +295,19 @@ class _Screen:
         return (x - w / 2, y - rise - 14, x + w / 2, y - rise + 14)
 
     def label_box(self, p, r, lines, place, font):
+        # plotly sets a label off its marker the same way across and up: "top right" is
+        # "top center"'s height beside "middle right"'s side.
         x, y = self.px(p)
         w = max(len(line) for line in lines) * CHAR_EM * font
         h = len(lines) * LINE_EM * font
-        if place == "top center":
-            return (x - w / 2, y + r + 2, x + w / 2, y + r + 2 + h)
-        if place == "bottom center":
-            return (x - w / 2, y - r - 2 - h, x + w / 2, y - r - 2)
-        if place == "middle right":
-            return (x + r + 3, y - h / 2, x + r + 3 + w, y + h / 2)
-        return (x - r - 3 - w, y - h / 2, x - r - 3, y + h / 2)
+        up, across = place.split()
+        left, right = {"center": (x - w / 2, x + w / 2), "right": (x + r + 3, x + r + 3 + w),
+                       "left": (x - r - 3 - w, x - r - 3)}[across]
+        if up == "top":
+            return (left, y + r + 2, right, y + r + 2 + h)
+        if up == "bottom":
+            return (left, y - r - 2 - h, right, y - r - 2)
+        return (left, y - h / 2, right, y + h / 2)
 
 
 def _note_text(reason: str) -> str:
@@ -317,35 +327,73 @@ def _inside(box, screen) -> bool:
 
 
 def _label_priority(data: dict) -> tuple:
-    # What the lesson is about gets its label first: sources, targets, named tensors, folds.
-    return (data.get("role") is None, data.get("name") is None,
+    # What the lesson is about gets its label first: the target (a step's loss and its
+    # value), the sources, named tensors, folds.
+    return (data.get("role") is None, data.get("role") != "target", data.get("name") is None,
             data.get("kind") not in ("repeat", GROUP), data.get("kind") != "op", data.get("order", 0))
 
 
-def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, font: int) -> dict:
-    """{node: (textposition, text)}: each label where it overlaps no other label or marker;
-    a label that fits nowhere keeps only its first line, or goes to the hover."""
+def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, font: int,
+                  edges: Optional["_Segments"] = None) -> dict:
+    """{node: (textposition, text)}: each label where it overlaps no other label or marker.
+    First every label that has a place no arrow crosses takes it, in priority order; then the
+    rest take the place the fewest arrows cross (a crossed label still reads, a missing one
+    does not), else keep only their first line, else go to the hover."""
     nodes = sorted((n for n in pos if G.nodes[n].get("label")), key=lambda n: _label_priority(G.nodes[n]))
     if len(nodes) > MAX_LABELS:
         nodes = nodes[:MAX_LABELS]   # thousands of labels would be an unreadable smear: hover has them
     mine = {n: screen.marker_box(pos[n], _radius(G, n)) for n in pos}
     boxes = _Boxes(occupied)
+    centres = np.array([screen.px(p) for p in pos.values()], dtype=float).reshape(-1, 2)
     out = {}
-    for n in nodes:
-        lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
-        for attempt in (lines, lines[:1]):
-            spot = None
-            for place in PLACES:
-                box = screen.label_box(pos[n], _radius(G, n), attempt, place, font)
-                if _inside(box, screen) and not boxes.hits(box, mine[n]):
-                    spot = (place, box)
+    for clear_only in ((True, False) if edges is not None else (False,)):
+        for n in nodes:
+            if n in out:
+                continue
+            lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
+            for attempt in (lines, lines[:1]):
+                spot = _spot(G, n, pos, screen, boxes, mine[n], attempt, font, edges, clear_only, centres)
+                if spot is not None:
+                    boxes.add(spot[1])
+                    out[n] = (spot[0], "<br>".join(html.escape(x) for x in attempt))
                     break
-            if spot is not None:
-                boxes.add(spot[1])
-                out[n] = (spot[0], "<br>".join(html.escape(x) for x in attempt))
-                break
+                if clear_only:
+                    break      # its first line alone waits for the second round
     occupied[:] = boxes.all()
     return out
+
+
+def _spot(G, n, pos, screen, boxes, own, lines, font, edges, clear_only: bool, centres=None):
+    """(place, box) for one label: free of labels and markers, nearer its own node than any
+    other (a label beside a layer, over the next one, names the wrong layer), and of those
+    the first no arrow crosses, else (unless clear_only) the one the fewest cross; None if
+    none is free."""
+    best, crossed = None, math.inf
+    for place in PLACES:
+        box = screen.label_box(pos[n], _radius(G, n), lines, place, font)
+        if not _inside(box, screen) or boxes.hits(box, own) or not _nearest_own(box, screen.px(pos[n]), centres):
+            continue
+        crossing = edges.crossing(pos[n], _radius(G, n), lines, place, font) if edges is not None else 0
+        if crossing == 0:
+            return place, box
+        if crossing < crossed:
+            best, crossed = (place, box), crossing
+    return None if clear_only else best
+
+
+def _nearest_own(box, own, centres) -> bool:
+    """Whether the label sits by its own node: no other node's centre is nearer the box than
+    its own by more than NEARER_PX (distances to the box's nearest point, 0 inside it)."""
+    if centres is None or len(centres) < 2:
+        return True
+
+    def gap(x, y):
+        dx = np.maximum(np.maximum(box[0] - x, x - box[2]), 0.0)
+        dy = np.maximum(np.maximum(box[1] - y, y - box[3]), 0.0)
+        return np.hypot(dx, dy)
+
+    mine = float(gap(np.float64(own[0]), np.float64(own[1])))
+    return bool((gap(centres[:, 0], centres[:, 1]) + NEARER_PX >= mine).all())
 
 
 class _Boxes:
@@ -367,6 +415,49 @@ class _Boxes:
 
     def all(self) -> list:
         return [tuple(row) for row in self.array]
+
+
+class _Segments:
+    """The drawn edges as straight pieces in plot pixels, to count the ones a label box
+    would sit across (an arrow through "grad 2" hides its digits). Counted on the plot the
+    placement assumes and on one WIDER times as wide: a wider window stretches the edges'
+    slopes but not the labels, and a label clear on both is clear between them."""
+
+    def __init__(self, paths: dict, pos: dict, screen: _Screen):
+        self.screens = [screen, _Screen(((screen.x0, screen.x0 + screen.w / screen.sx),
+                                         (screen.y0, screen.y0 + screen.h / screen.sy)),
+                                        screen.h, screen.w * WIDER)]
+        self.arrays = []
+        for view in self.screens:
+            pieces = []
+            for (u, v), path in paths.items():
+                points = [view.px(p) for p in (path or [pos[u], pos[v]])]
+                pieces += [(*a, *b) for a, b in zip(points, points[1:])]
+            self.arrays.append(np.array(pieces, dtype=float).reshape(-1, 4))
+
+    def crossing(self, p, r, lines, place, font) -> int:
+        """How many pieces pass through the label's box (with a margin), on either plot."""
+        return sum(_crossing(array, _grown(view.label_box(p, r, lines, place, font), EDGE_MARGIN))
+                   for view, array in zip(self.screens, self.arrays))
+
+
+def _grown(box, by: float):
+    return (box[0] - by, box[1] - by, box[2] + by, box[3] + by)
+
+
+def _crossing(pieces, box) -> int:
+    """Pieces (x0, y0, x1, y1) through a box: their bounding boxes meet it and its corners do
+    not all lie on one side of the piece's line."""
+    x0, y0, x1, y1 = pieces.T
+    meet = ((np.minimum(x0, x1) < box[2]) & (np.maximum(x0, x1) > box[0])
+            & (np.minimum(y0, y1) < box[3]) & (np.maximum(y0, y1) > box[1]))
+    if not meet.any():
+        return 0
+    x0, y0, x1, y1 = x0[meet], y0[meet], x1[meet], y1[meet]
+    sides = [np.sign((x1 - x0) * (cy - y0) - (y1 - y0) * (cx - x0))
+             for cx, cy in ((box[0], box[1]), (box[0], box[3]), (box[2], box[1]), (box[2], box[3]))]
+    one_side = np.all([side == sides[0] for side in sides], axis=0) & (sides[0] != 0)
+    return int((~one_side).sum())
 
 
 def _edge_paths(G: nx.DiGraph, pos: dict, edges: list, screen: _Screen) -> dict:

@@ -160,6 +160,10 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
         for t in op.inputs:
             consumers.setdefault(alias(t), set()).add(node_of[op.id])
 
+    # A tf.function's forward call under a tape returns, after its results, the values its
+    # gradient will need (x, 2 for x * x + 2 * x): a student's picture has no use for them.
+    kept_for_gradient = {alias(t) for op in ops if op.function and op.phase == FORWARD for t in op.outputs[1:]}
+
     def shows(t: int) -> bool:
         if on_path is not None and t not in on_path:
             return False
@@ -170,6 +174,8 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
             return True
         if info is not None and info.name and t not in consumers:
             return True     # a named result nothing used: what the user asked for
+        if t in kept_for_gradient and t not in consumers:
+            return False
         home = producer.get(t)
         if home is not None and home.startswith(FOLD_PREFIX):
             return False    # one of a loop's thousand partial results: the fold node says their range
@@ -387,7 +393,7 @@ def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int],
     """{variable: its record with the value its first read in this tape's view gave}. A
     variable's own record holds the value it was first seen with; in a training loop's
     step 3 the student must see w as step 3 read it, beside step 3's gradient."""
-    out = {}
+    out, assigned = {}, set()
     for op in rec.ops:
         if (op.type != READ_VARIABLE or not op.inputs or not op.outputs
                 or upto_op is not None and op.id > upto_op
@@ -399,6 +405,22 @@ def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int],
             continue
         if read.value is not None or read.stats is not None:
             out[variable] = dataclasses.replace(info, value=read.value, stats=read.stats)
+    # A variable no op read (its handle went straight into a tf.function): the value last
+    # assigned to it before the view's ops, so `x = 3` still shows.
+    first = block[2] if block else None
+    for op in rec.ops:
+        if first is not None and op.id >= first or upto_op is not None and op.id > upto_op:
+            break
+        if op.type != "AssignVariableOp" or len(op.inputs) < 2:
+            continue
+        variable = alias(op.inputs[0])
+        value, info = rec.tensor(op.inputs[1]), rec.tensor(variable)
+        if (variable in out and variable not in assigned or value is None or info is None
+                or info.kind != VARIABLE or info.value is not None):
+            continue
+        if value.value is not None or value.stats is not None:
+            out[variable] = dataclasses.replace(info, value=value.value, stats=value.stats)
+            assigned.add(variable)
     return out
 
 
@@ -586,7 +608,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             t = data["ref"]
             if call is not None:
                 if t in exact:
-                    lines.append(grad_words(exact[t]))
+                    lines.append(grad_words(exact[t], call.kind))
                 elif t in signed:
                     lines.append("grad " + _value_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
@@ -606,14 +628,27 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
-def grad_words(grad) -> str:
+def grad_words(grad, kind: str = "gradient") -> str:
     """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
-    size in words when big, "grad None" when there is none."""
+    size in words when big, "grad None" when there is none. A jacobian is a matrix whose
+    norm teaches nothing: its numbers when small, else its shape ("jacobian 3×3")."""
     if grad is None:
         return "grad None"
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf) and not small(grad):
+        # its size would be the size of the finite part: a NaN must be said, not averaged
+        return "grad ⚠ " + ("NaN" if grad.stats.nan else "Inf") + (f" ({_short_shape(grad.shape)})" if grad.shape else "")
+    if kind != "gradient":
+        return "jacobian " + (short_value(grad) if small(grad) else _short_shape(grad.shape) or "?")
     if not small(grad) and _norm(grad) is not None:
         return "size of grad " + number_text(_norm(grad))
     return "grad " + short_value(grad)
+
+
+def grad_size(grad) -> Optional[float]:
+    """A gradient's size (its L2 norm), None when its stats are unknown or not finite."""
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf):
+        return None
+    return _norm(grad)
 
 
 def short_value(info) -> str:
@@ -627,8 +662,14 @@ def short_value(info) -> str:
     return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
-def small(info) -> bool:
-    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= 4)
+def small(info, most: int = 4) -> bool:
+    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= most)
+
+
+def value_words(info, most: int = 16) -> Optional[str]:
+    """A tensor's numbers for a sentence, which has room for a 3×3 jacobian that a label has
+    not; None past `most` numbers."""
+    return _value_text(info.value) if small(info, most) else None
 
 
 def _norm(info) -> Optional[float]:

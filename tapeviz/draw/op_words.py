@@ -53,6 +53,7 @@ PYTHON = {
     "StopGradient": ("tf.stop_gradient",),
     "ConcatV2": ("tf.concat",),
     "Pack": ("tf.stack",),
+    "Range": ("tf.range",),
     "BroadcastTo": ("tf.broadcast_to",),
     "BiasAdd": ("tf.nn.bias_add",),
     "Conv2D": ("tf.nn.conv2d",),

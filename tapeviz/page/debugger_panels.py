@@ -23,14 +23,18 @@ PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a varia
 
 
 def show_error(rec: Recording) -> None:
-    """The run's error with its line, the line in the program, and a hint."""
-    st.error(messages.error_line(rec))
+    """The run's error with its line, the line in the program, and a hint. An error a
+    callout already states (a failed gradient call) folds away, its hint kept: repeated in
+    full it pushed the graph below the fold at 1280x720."""
+    called_out = view.error_called_out(rec)
+    where = st.expander("The error in full, with its line") if called_out else st.container()
+    where.error(messages.error_line(rec))
     if rec.error.line:     # quoted from the file it was raised in, a module of the project too
         source = opened.source_of(rec, rec.error.file)
-        st.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
+        where.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
     if hint := messages.hint(rec):
         st.info(hint)
-    if rec.ops:
+    if rec.ops and not called_out:
         st.caption("The graph below shows what was recorded before the error.")
 
 

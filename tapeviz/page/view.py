@@ -192,13 +192,23 @@ def alert_text(rec: Recording, alert) -> str:
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
     where = f" at {graph.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
-    maker = literal(op.function or op.type, 200) if op is not None else ""
+    maker = maker_words(op) if op is not None else ""
     made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
         return f"**{what}** first appeared{where}: in {code(info.name)}{made}."
     if op is not None:
-        return f"**{what}** first appeared{where}, in the {literal(alert.phase, 20)} pass: {maker} made it."
+        return f"**{what}** first appeared{where}, in the {literal(alert.phase, 20)} pass, made by {maker}."
     return f"**{what}** first appeared{where}."
+
+
+def maker_words(op) -> str:
+    """The op that made a NaN, in the Python that made it: `*`, or "the gradient of
+    `tf.sqrt`" for TensorFlow's SqrtGrad (its own name is jargon to a student)."""
+    if op.function:
+        return code(op.function)
+    if op.type.endswith("Grad") and op.type[:-4] in op_words.PYTHON:
+        return "the gradient of " + code(op_words.python_name(op.type[:-4]))
+    return code(op_words.python_name(op.type))
 
 
 def code_html(source: str, line: Optional[int], context: int = 3) -> str:
@@ -437,6 +447,15 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
     return Callout(text, f"call:{tp.id}:{index}", None, call.line, file=call.file)
 
 
+def error_called_out(rec: Recording) -> bool:
+    """Whether the run's error is a gradient call's that a callout already states (a second
+    gradient on a non-persistent tape): its full box would repeat it above the graph."""
+    err = rec.error
+    return err is not None and err.line is not None and any(
+        call.error is not None and call.line == err.line and (call.file or None) == (err.file or None)
+        for tp in rec.tapes for call in tp.gradients)
+
+
 def legend_text(rec: Recording, view_key: str) -> str:
     """The picture's legend in words (markdown)."""
     tape, call = parse_view(view_key)
@@ -548,12 +567,52 @@ def sentence(rec: Recording, view_key: str) -> str:
     if (nested := _nested_sentence(rec, tp, chosen, names)) is not None:
         return nested
     target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
+    if chosen.kind != "gradient":     # the lesson is the matrix: its entries, when they fit
+        parts = []
+        for r in chosen.results:
+            grad = rec.tensor(r.grad) if r.grad is not None else None
+            numbers = graph.value_words(grad) if grad is not None else None
+            words = numbers or graph.grad_words(grad, chosen.kind)
+            parts.append(f"with respect to {code(graph.tensor_name(rec, r.source))} is {literal(words, 300)}")
+        return f"{said}; the {chosen.kind} of {target} " + ", ".join(parts) + "."
+    value = rec.tensor(chosen.target[0]) if len(chosen.target) == 1 else None
+    if value is not None and not value.shape and graph.small(value):   # a step's loss, say
+        target += f" (value {literal(graph.short_value(value), 40)})"
+    return f"{said}; the gradient of {target} gives {_results(rec, chosen)}{_asked_again(rec, tp, call)}."
+
+
+def _results(rec: Recording, chosen) -> str:
+    """"`w`: grad 3, `x`: grad None"; for many big gradients (a model's variables) only the
+    range of their sizes, "all 6 sources a gradient, from size 0.09 (`dense/kernel`) to size
+    0.29 (`conv2d_1/kernel`)": six norms in a row are a wall of numbers, each is on its node."""
+    grads = [(r.source, rec.tensor(r.grad) if r.grad is not None else None) for r in chosen.results]
+    sizes = [(graph.grad_size(g), s) for s, g in grads if g is not None and not graph.small(g)]
+    if len(grads) > 3 and len(sizes) == len(grads) and all(size is not None for size, _ in sizes):
+        (low, at_low), (high, at_high) = min(sizes), max(sizes)
+        return (f"all {len(grads)} sources a gradient, from size {graph.number_text(low)} "
+                f"({code(graph.tensor_name(rec, at_low))}) to size {graph.number_text(high)} "
+                f"({code(graph.tensor_name(rec, at_high))})")
     parts = []
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
-    return f"{said}; the gradient of {target} gives " + ", ".join(parts) + "."
+    return ", ".join(parts)
+
+
+def _asked_again(rec: Recording, tp, call) -> str:
+    """A persistent tape's other gradient calls, which the picture of this one leaves out:
+    "; the same tape at line 10: the gradient of `z` gives `x`: grad 108" (the lesson of a
+    persistent tape is that both answers exist)."""
+    drawn = set(graph.calls_together(tp)) if call == graph.ALL_CALLS else {call}
+    others = [c for i, c in enumerate(tp.gradients)
+              if i not in drawn and c.error is None and c.kind == "gradient"][:3]
+    out = ""
+    for c in others:
+        at = f" at {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
+        target = code(", ".join(graph.tensor_name(rec, t) for t in c.target))
+        out += f"; the same tape{at}: the gradient of {target} gives {_results(rec, c)}"
+    return out
 
 
 # -- an expression as the recording saw it: y = x·x·x ------------------------------------------
