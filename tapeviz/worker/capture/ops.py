@@ -18,7 +18,7 @@ from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
 from ... import explain
-from ..frames import nearest_user_frame
+from ..frames import library_train_step, nearest_user_frame
 from ..traced import traced_at
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
@@ -322,6 +322,10 @@ class OpsAndTapes:
             return
         tape.__dict__["_tapeviz_traced"] = True
         at = traced_at(frame, self.files)
+        library = at.file is None and library_train_step(frame.f_code)
+        if library:     # fit()'s default train_step: its tape is where the program called fit
+            user = self.user_frame(frame)
+            at = at._replace(file=self.here, line=user.f_lineno if user else None)
         outer = self.traced_open[-1] if self.traced_open else (
             self.active[-1].rec if self.active else None)
         rec = Tape(self.new_tape_id(), at.line, tape._persistent,
@@ -334,7 +338,8 @@ class OpsAndTapes:
         if (at.file, at.line) not in self.traced_lines:
             self.traced_lines.add((at.file, at.line))
             self.warnings.append({"line": at.line, "file": at.file, "kind": "traced",
-                                  "message": explain.traced_tape_note(rec.function, at.python)})
+                                  "message": explain.traced_tape_note(rec.function, at.python,
+                                                                         library)})
         if len(self.tapes) > self.max_tapes:
             self.drop_oldest_tape()
 
