@@ -42,4 +42,6 @@ def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
     flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
     what = f"tape {tape}" if tape is not None else "every op"
     title = f"{what}: gradient flow of call {call}" if call is not None else f"op graph of {what}"
+    if G.graph.get("traced"):
+        title += f" (traced in tf.function {G.graph['traced']}: its graph, shapes and dtypes, no values)"
     return figures.op_graph(G, layout.layered(G), flow=flow, title=title)

@@ -92,6 +92,11 @@ def make_tape_class(session: Session):
                      unconnected_gradients=tf.UnconnectedGradients.NONE):
             state = session.state_of(self)
             if not self._tracked() or state is None:
+                if "_tapeviz_traced" in self.__dict__ and not self._tapeviz_inner \
+                        and not context.executing_eagerly():
+                    return session.traced_gradient(self, target, sources, lambda: super(
+                        GradientTape, self).gradient(target, sources, output_gradients,
+                                                     unconnected_gradients), sys._getframe(1))
                 if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
                     return self._unrecorded_call("gradient", target, sources, lambda: super(
                         GradientTape, self).gradient(target, sources, output_gradients,

@@ -154,7 +154,7 @@ class TensorsAndNames:
             # isinstance(value, tf.Variable) goes through ABC machinery, and a namespace is
             # scanned at each new statement of the program: decided once a class, which is
             # held weakly (a class made per call dies as it does plainly, with its functions)
-            kind = (TENSOR if issubclass(cls, EagerTensor) else
+            kind = (TENSOR if issubclass(cls, tf.Tensor) else     # eager, or a traced graph's
                     VARIABLE if issubclass(cls, tf.Variable) or cls.__name__ == "Variable"
                     else "")
             self.nameable[id(cls)] = (weakref.ref(cls, _forget(self.nameable, id(cls))), kind)
