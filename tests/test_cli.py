@@ -310,18 +310,24 @@ def test_fit_with_keras_own_train_step_records_its_tape_with_eager(tmp_path):
     for flags, data, reference in recorded_both_ways(tmp_path, FIT, "FIT_REFERENCE", 0):
         tapes = data["tapes"]
         assert tapes and all((t["line"], t["file"]) == (fit_line, FIT.name) for t in tapes)
-        if not flags:
-            assert [t["function"] for t in tapes] == ["one_step_on_data"]
-            said = [w["message"] for w in data["warnings"] if w.get("kind") == "traced"]
-            assert len(said) == 1 and "fit()'s default `train_step`" in said[0]
-            continue
-        assert len(tapes) == len(data["steps"]) == 4 * 2, "one tape per step: 4 batches x 2"
         ops = {op["id"]: op for op in data["ops"]}
-        assert "MatMul" in {ops[i]["type"] for i in tapes[0]["ops"]}
-        values = {t["id"]: t.get("value") for t in data["tensors"]}
+        tensors = {t["id"]: t for t in data["tensors"]}
+        values = {i: t.get("value") for i, t in tensors.items()}
         call = tapes[0]["gradients"][0]
         expected_arrays = np.load(reference)
         loss, grads = expected_arrays["arr_0"], [expected_arrays[f"arr_{i}"] for i in range(1, 5)]
+        assert {"MatMul", "Relu"} <= {ops[i]["type"] for i in tapes[0]["ops"]}
+        if not flags:      # the graph Keras traced: its layers' ops and its gradients' shapes
+            assert [t["function"] for t in tapes] == ["one_step_on_data"]
+            said = [w["message"] for w in data["warnings"] if w.get("kind") == "traced"]
+            assert len(said) == 1 and "fit()'s default `train_step`" in said[0]
+            assert {ops[i]["traced"] for i in tapes[0]["ops"]} == {"one_step_on_data"}
+            assert {ops[i]["scope"] for i in tapes[0]["ops"] if ops[i]["type"] == "MatMul"} == {
+                "regressor/dense", "regressor/dense_1"}, "Keras's layer paths, as eagerly"
+            assert [tensors[r["grad"]]["shape"] for r in call["results"]] == [
+                list(g.shape) for g in grads]
+            continue
+        assert len(tapes) == len(data["steps"]) == 4 * 2, "one tape per step: 4 batches x 2"
         assert np.isclose(values[call["target"][0]], loss, rtol=1e-5)
         assert np.isclose(data["steps"][0]["target"], loss, rtol=1e-5)
         assert len(call["results"]) == len(grads)
