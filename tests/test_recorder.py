@@ -867,13 +867,42 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     assert [rec.tensor(r.grad).shape for r in call.results] == [[2, 1], []]
     assert graph.flow_norms(rec, tape.id, 0) is None, "no flow was computed: nothing to colour"
     said = view.sentence(rec, view.default_view(rec))
-    assert "was traced into tf.function `train_step`" in said and "`b`: grad scalar" in said
+    assert "was traced into tf.function `train_step`" in said and "`w`: grad 2×1" in said
     fig = overview.figure(rec, tape=tape.id, call=0)
     assert "traced in tf.function train_step" in fig.layout.title.text
     drawn_graph = graph.build(rec, tape=tape.id, call=0)
     assert drawn_graph.graph["traced"] == "train_step"
     assert any("traced into tf.function train_step" in data.get("hover", "")
                for _, data in drawn_graph.nodes(data=True))
+
+
+def test_variables_of_a_subclassed_keras_model_are_named_by_their_layer():
+    """A subclassed model builds its layers in its first call, where TensorFlow's name for
+    each variable keeps only the model ("actor_critic/kernel"): the recording names them as
+    Keras's own path does, layer and weight ("actor/kernel")."""
+    program = src("""
+        import tensorflow as tf
+        import keras
+        class ActorCritic(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.common = keras.layers.Dense(4, activation="relu", name="common")
+                self.actor = keras.layers.Dense(2, name="actor")
+            def call(self, x):
+                return self.actor(self.common(x))
+        model = ActorCritic()
+        x = tf.ones([1, 3])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        paths = [v.path for v in model.trainable_variables]
+    """)
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    kept = {t.name for t in rec.tensors if t.kind == "variable"}
+    keras_names = ["/".join(p.split("/")[-2:]) for p in ns["paths"]]
+    assert keras_names == ["common/kernel", "common/bias", "actor/kernel", "actor/bias"]
+    assert set(keras_names) <= kept, kept
 
 
 def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
