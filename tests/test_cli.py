@@ -336,6 +336,40 @@ def test_fit_with_keras_own_train_step_records_its_tape_with_eager(tmp_path):
                                        rtol=1e-5, atol=1e-6)
 
 
+ACTOR_CRITIC = ROOT / "tests" / "programs" / "actor_critic_cartpole.py"
+
+
+def test_an_episode_under_one_tape_draws_legibly_at_1600_by_1000(tmp_path):
+    """The actor-critic tutorial's shape: one tape around a whole episode of ~100 timesteps.
+    Recorded with its output unchanged, then drawn by tapeviz.figure at 1600x1000 as its
+    gradient flow: the per-timestep ops fold ("×N") and every folded node and layer box
+    carries its name on the picture, the layers named as Keras names them."""
+    import tapeviz
+    from tapeviz.draw import graph, overview
+
+    plain = subprocess.run([sys.executable, str(ACTOR_CRITIC)], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=300)
+    out = tmp_path / "episode.json"
+    result = cli_in(tmp_path, "record", str(ACTOR_CRITIC), "-o", str(out), "--timeout", "240")
+    assert result.returncode == plain.returncode == 0 and result.stdout == plain.stdout
+    lengths = [int(line.split(": ")[1].split()[0]) for line in plain.stdout.splitlines()]
+    assert min(lengths) >= 80, "long episodes: the per-timestep structure repeats"
+    rec = json.loads(out.read_text())
+    tape = rec["tapes"][-1]["id"]
+    fig = tapeviz.figure(rec, tape=tape, call=0, width=1600, height=1000)
+    drawn = {node: text for trace in fig.data if trace.customdata is not None and trace.text
+             for node, text in zip(trace.customdata, trace.text)}
+    recording = overview.as_recording(rec)
+    G = graph.build(recording, tape=tape, call=0, group=graph.opens_grouped(recording))
+    boxes = [n for n, d in G.nodes(data=True) if d.get("kind") in ("repeat", "group")]
+    folds = [n for n in boxes if G.nodes[n]["kind"] == "repeat"]
+    assert folds and all(f"×{lengths[-1]}" in G.nodes[n]["label"] for n in folds)
+    assert {G.nodes[n]["label"] for n in boxes if G.nodes[n]["kind"] == "group"} >= {
+        "common", "actor", "critic"}
+    unnamed = [G.nodes[n]["label"] for n in boxes if not drawn.get(n)]
+    assert not unnamed, f"boxes drawn without their name: {unnamed}"
+
+
 LONG_LOOP = textwrap.dedent("""
     import tensorflow as tf
     tf.random.set_seed(0)

@@ -640,8 +640,7 @@ def short_value(info) -> str:
         return _value_text(info.value)
     norm = _norm(info)
     if norm is None:
-        # nothing known of its value (the bounds dropped it, or it was traced, never run)
-        return _short_shape(info.shape) or ("scalar" if info.shape == [] else "")
+        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
     return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
 
 
