@@ -20,9 +20,11 @@ def capture(max_ops: int = 20_000, tapes=None):
     return api.capture(max_ops=max_ops, tapes=tapes)
 
 
-def figure(rec, tape=None, call=None, group=None, view="graph"):
+def figure(rec, tape=None, call=None, group=None, view="graph", width=None, height=None):
     """A plotly Figure of a recording (a capture, a Recording, its dict, or a JSON path):
     the op graph of a tape, or the gradient flow of its `call`-th gradient call; with
-    view="run", the loss and each variable's gradient norm over every step of the run."""
+    view="run", the loss and each variable's gradient norm over every step of the run.
+    width and height (px): the graph's size, its labels placed to fit it."""
     from .draw import overview
-    return overview.figure(rec, tape=tape, call=call, group=group, view=view)
+    return overview.figure(rec, tape=tape, call=call, group=group, view=view, width=width,
+                           height=height)

@@ -249,15 +249,17 @@ def _cut_by(op, tensors, name) -> str:
             f"path from the target back to {name} is cut there.")
 
 
-def traced_tape_note(function: str, python) -> str:
-    """The warning at the line of a tape entered while a tf.function traced."""
-    inside = f"`{python}`, traced by tf.function `{function}`" if python and python != function \
-        else f"tf.function `{function}`"
+def traced_tape_note(function: str, python, library: bool = False) -> str:
+    """The warning at the line of a tape entered while a tf.function traced (`library`:
+    in model.fit()'s default train_step, not in the program's own code)."""
+    owner = "model.fit()'s default " if library else ""
+    inside = f"{owner}`{python}`, traced by tf.function `{function}`" \
+        if python and python != function else f"tf.function `{function}`"
     return (f"this tape was entered inside {inside}: TensorFlow traced it into a graph and ran "
-            f"its ops inside the compiled function, so they are not recorded one by one "
-            f"(model.fit() compiles train_step this way). Record with --eager (`tapeviz "
-            f"record --eager`, or \"Run tf.functions eagerly\" on the page) to see its ops, "
-            f"values and gradients.")
+            f"its ops inside the compiled function (model.fit() compiles train_step this "
+            f"way), so the ops drawn for it are that graph's, with shapes and no values. "
+            f"Record with --eager (`tapeviz record --eager`, or \"Run tf.functions eagerly\" "
+            f"on the page) to see its ops run one by one, with values and gradients.")
 
 
 def _broken_path(path, tape, name, tensors) -> str:

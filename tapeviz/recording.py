@@ -67,6 +67,9 @@ class Op:
     function: Optional[str] = None   # set for tf.function calls: the Python function's name
     call: Optional[int] = None       # for backward ops: index of the gradient call in its tape
     file: Optional[str] = None       # the user's file of `line`, relative to the program's folder
+    # set for an op built into a tf.function's graph as it was traced (inside a traced tape's
+    # block or gradient call): the function's name. It never ran as such: no values
+    traced: Optional[str] = None
 
 
 @dataclass

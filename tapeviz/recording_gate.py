@@ -209,7 +209,7 @@ def _object(x, fields: dict) -> bool:
 LINE_FIELDS = {"line": _opt_int, "file": _opt_name}
 OP = {"id": _int, "type": _name, "inputs": _ids, "outputs": _ids, "scope": _opt_name,
       "tapes": _ids, "phase": _name, "duration_us": _opt_number, "function": _opt_name,
-      "call": _opt_int, **LINE_FIELDS}
+      "call": _opt_int, "traced": _opt_name, **LINE_FIELDS}
 TENSOR = {"id": _int, "name": _opt_name, "shape": _shape, "dtype": _name, "kind": _name,
           "value": _value, "stats": _stats, "producer": _opt_int, "trainable": _bool,
           "preview": _opt_name, "warning": _opt_text, **LINE_FIELDS}

@@ -247,25 +247,35 @@ def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
 GAN = ROOT / "tests" / "programs" / "keras_gan_train_step.py"
 
 
+def recorded_both_ways(tmp_path, program, reference_variable, status):
+    """Run `program` plainly, and plainly with `reference_variable` set (it runs its
+    tf.functions eagerly and saves plain TensorFlow's results there), then record it plainly
+    and with --eager: yields (flags, recording dict, reference path) after checking each
+    recording's exit status and output against its plain run's."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                           cwd=tmp_path, env=env, timeout=300)
+    reference = tmp_path / "reference.npz"
+    eager_plain = subprocess.run([sys.executable, str(program)], capture_output=True,
+                                 text=True, cwd=tmp_path, timeout=300,
+                                 env=dict(env, **{reference_variable: str(reference)}))
+    assert plain.returncode == eager_plain.returncode == status, plain.stderr[-2000:]
+    for flags, expected in (([], plain), (["--eager"], eager_plain)):
+        out = tmp_path / f"run{len(flags)}.json"
+        result = cli_in(tmp_path, "record", *flags, str(program), "-o", str(out),
+                        "--timeout", "240")
+        assert result.returncode == status and result.stdout == expected.stdout, \
+            result.stderr[-3000:]
+        yield flags, json.loads(out.read_text()), reference
+
+
 def test_fit_with_a_custom_train_step_plainly_and_with_eager(tmp_path):
     """A Keras Model whose train_step runs two optimizers and a nested gradient-penalty tape,
     trained by fit(): plainly recorded, its traced tapes say where they are and why they
     are empty; with --eager, each step's ops and gradients are recorded, the gradients those
     plain TensorFlow computes (the program run eagerly by itself) -- and the program's
     output and exit status stay those of plain Python both ways."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    plain = subprocess.run([sys.executable, str(GAN)], capture_output=True, text=True,
-                           cwd=tmp_path, env=env, timeout=300)
-    reference = tmp_path / "reference.npz"
-    eager_plain = subprocess.run([sys.executable, str(GAN)], capture_output=True, text=True,
-                                 cwd=tmp_path, timeout=300,
-                                 env=dict(env, GAN_EAGER_REFERENCE=str(reference)))
-    assert plain.returncode == eager_plain.returncode == 3, plain.stderr[-2000:]
-    for flags, expected in (([], plain), (["--eager"], eager_plain)):
-        out = tmp_path / f"run{len(flags)}.json"
-        result = cli_in(tmp_path, "record", *flags, str(GAN), "-o", str(out), "--timeout", "240")
-        assert result.returncode == 3 and result.stdout == expected.stdout, result.stderr[-3000:]
-        data = json.loads(out.read_text())
+    for flags, data, reference in recorded_both_ways(tmp_path, GAN, "GAN_EAGER_REFERENCE", 3):
         tapes = data["tapes"]
         # tape, its nested gradient-penalty tape, the generator's tape: per trace or per step
         assert [(t["line"], t["file"]) for t in tapes[:3]] == [
@@ -284,6 +294,80 @@ def test_fit_with_a_custom_train_step_plainly_and_with_eager(tmp_path):
         for i, grad in enumerate(first):
             np.testing.assert_allclose(np.array(values[grad]), expected_grads[f"arr_{i}"],
                                        rtol=1e-5, atol=1e-6)
+
+
+FIT = ROOT / "tests" / "programs" / "keras_fit_default.py"
+
+
+def test_fit_with_keras_own_train_step_records_its_tape_with_eager(tmp_path):
+    """model.compile(); model.fit() with no train_step of the program's: the GradientTape is
+    Keras's own. Plainly, it is listed as traced at the fit() line; with --eager, each step's
+    ops and gradient call are recorded, the first step's loss and gradients those a plain
+    tape.gradient gives for the same weights and batch, every step is summarized, and the
+    program's output (the weights after fit) and exit status stay those of plain Python."""
+    fit_line = next(i for i, line in enumerate(FIT.read_text().splitlines(), 1)
+                    if "model.fit(" in line)
+    for flags, data, reference in recorded_both_ways(tmp_path, FIT, "FIT_REFERENCE", 0):
+        tapes = data["tapes"]
+        assert tapes and all((t["line"], t["file"]) == (fit_line, FIT.name) for t in tapes)
+        ops = {op["id"]: op for op in data["ops"]}
+        tensors = {t["id"]: t for t in data["tensors"]}
+        values = {i: t.get("value") for i, t in tensors.items()}
+        call = tapes[0]["gradients"][0]
+        expected_arrays = np.load(reference)
+        loss, grads = expected_arrays["arr_0"], [expected_arrays[f"arr_{i}"] for i in range(1, 5)]
+        assert {"MatMul", "Relu"} <= {ops[i]["type"] for i in tapes[0]["ops"]}
+        if not flags:      # the graph Keras traced: its layers' ops and its gradients' shapes
+            assert [t["function"] for t in tapes] == ["one_step_on_data"]
+            said = [w["message"] for w in data["warnings"] if w.get("kind") == "traced"]
+            assert len(said) == 1 and "fit()'s default `train_step`" in said[0]
+            assert {ops[i]["traced"] for i in tapes[0]["ops"]} == {"one_step_on_data"}
+            assert {ops[i]["scope"] for i in tapes[0]["ops"] if ops[i]["type"] == "MatMul"} == {
+                "regressor/dense", "regressor/dense_1"}, "Keras's layer paths, as eagerly"
+            assert [tensors[r["grad"]]["shape"] for r in call["results"]] == [
+                list(g.shape) for g in grads]
+            continue
+        assert len(tapes) == len(data["steps"]) == 4 * 2, "one tape per step: 4 batches x 2"
+        assert np.isclose(values[call["target"][0]], loss, rtol=1e-5)
+        assert np.isclose(data["steps"][0]["target"], loss, rtol=1e-5)
+        assert len(call["results"]) == len(grads)
+        for result_, grad in zip(call["results"], grads):
+            np.testing.assert_allclose(np.array(values[result_["grad"]]), grad,
+                                       rtol=1e-5, atol=1e-6)
+
+
+ACTOR_CRITIC = ROOT / "tests" / "programs" / "actor_critic_cartpole.py"
+
+
+def test_an_episode_under_one_tape_draws_legibly_at_1600_by_1000(tmp_path):
+    """The actor-critic tutorial's shape: one tape around a whole episode of ~100 timesteps.
+    Recorded with its output unchanged, then drawn by tapeviz.figure at 1600x1000 as its
+    gradient flow: the per-timestep ops fold ("×N") and every folded node and layer box
+    carries its name on the picture, the layers named as Keras names them."""
+    import tapeviz
+    from tapeviz.draw import graph, overview
+
+    plain = subprocess.run([sys.executable, str(ACTOR_CRITIC)], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=300)
+    out = tmp_path / "episode.json"
+    result = cli_in(tmp_path, "record", str(ACTOR_CRITIC), "-o", str(out), "--timeout", "240")
+    assert result.returncode == plain.returncode == 0 and result.stdout == plain.stdout
+    lengths = [int(line.split(": ")[1].split()[0]) for line in plain.stdout.splitlines()]
+    assert min(lengths) >= 80, "long episodes: the per-timestep structure repeats"
+    rec = json.loads(out.read_text())
+    tape = rec["tapes"][-1]["id"]
+    fig = tapeviz.figure(rec, tape=tape, call=0, width=1600, height=1000)
+    drawn = {node: text for trace in fig.data if trace.customdata is not None and trace.text
+             for node, text in zip(trace.customdata, trace.text)}
+    recording = overview.as_recording(rec)
+    G = graph.build(recording, tape=tape, call=0, group=graph.opens_grouped(recording))
+    boxes = [n for n, d in G.nodes(data=True) if d.get("kind") in ("repeat", "group")]
+    folds = [n for n in boxes if G.nodes[n]["kind"] == "repeat"]
+    assert folds and all(f"×{lengths[-1]}" in G.nodes[n]["label"] for n in folds)
+    assert {G.nodes[n]["label"] for n in boxes if G.nodes[n]["kind"] == "group"} >= {
+        "common", "actor", "critic"}
+    unnamed = [G.nodes[n]["label"] for n in boxes if not drawn.get(n)]
+    assert not unnamed, f"boxes drawn without their name: {unnamed}"
 
 
 LONG_LOOP = textwrap.dedent("""

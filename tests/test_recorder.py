@@ -813,6 +813,98 @@ def test_eager_records_a_tf_functions_tape_op_by_op_and_is_undone_after():
         assert np.isclose(grad.value, 2 * x)
 
 
+TRACED_STEP = src("""
+    import tensorflow as tf
+    w = tf.Variable([[1.0], [-2.0]])
+    b = tf.Variable(0.5)
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            pred = tf.nn.relu(x @ w + b)
+            loss = tf.reduce_mean((pred - y) ** 2)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.1 * dw)
+        b.assign_sub(0.1 * db)
+        return loss
+    x = tf.constant([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]])
+    y = tf.constant([[1.0], [0.0], [2.0]])
+    print([float(train_step(x, y)) for _ in range(3)])
+    graph = train_step.get_concrete_function(x, y).graph
+    built = [(op.type, op.name, [o.shape.as_list() for o in op.outputs])
+             for op in graph.get_operations()]
+""")
+
+
+def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
+    """Without --eager, a tape in a @tf.function shows the ops TensorFlow built into the
+    function's graph in its block and gradient call, in the order, types and shapes of the
+    graph plain TensorFlow builds; the graph itself, the results and the output unchanged."""
+    from tapeviz.draw import graph, overview
+    from tapeviz.page import view
+    plain, out = run_plain(TRACED_STEP)
+    rec, ns = run_recorded(TRACED_STEP)
+    assert rec.error is None and rec.stdout == out
+    assert ns["built"] == plain["built"], "the function's graph is the one TF builds plainly"
+    same(ns["w"].numpy(), plain["w"].numpy())
+    (tape,) = rec.tapes
+    assert tape.function == "train_step" and (tape.line, tape.end_line) == (6, 8)
+    traced = [op for op in rec.ops if op.traced]
+    assert traced and all(op.traced == "train_step" for op in traced)
+    # plain TF's graph, Placeholders and Consts aside (a constant is a tensor, as eagerly):
+    # the tape's block, then its gradient, then what follows (not the tape's)
+    reference = [(t, shapes) for t, _, shapes in plain["built"] if t not in ("Placeholder", "Const")]
+    drawn = [(op.type, [rec.tensor(o).shape for o in op.outputs]) for op in traced]
+    assert drawn == reference[:len(drawn)] and reference[len(drawn)][0] == "Mul"   # 0.1 * dw
+    forward = [op for op in traced if op.phase != BACKWARD]
+    assert [op.id for op in forward] == tape.ops and {op.line for op in forward} == {7, 8}
+    assert [op.type for op in forward][:2] == ["ReadVariableOp", "MatMul"]
+    assert {rec.tensor(op.inputs[0]).name for op in forward if op.type == "ReadVariableOp"} \
+        == {"w", "b"}, "the graph's reads are of the program's variables"
+    assert {"ReluGrad", "MatMul"} <= {op.type for op in traced if op.phase == BACKWARD}
+    assert all(rec.tensor(t).value is None for op in traced for t in op.outputs)
+    (call,) = tape.gradients
+    assert [rec.tensor(t).name for t in call.target] == ["loss"] and call.line == 9
+    assert [rec.tensor(r.grad).shape for r in call.results] == [[2, 1], []]
+    assert graph.flow_norms(rec, tape.id, 0) is None, "no flow was computed: nothing to colour"
+    said = view.sentence(rec, view.default_view(rec))
+    assert "was traced into tf.function `train_step`" in said and "`w`: grad 2×1" in said
+    fig = overview.figure(rec, tape=tape.id, call=0)
+    assert "traced in tf.function train_step" in fig.layout.title.text
+    drawn_graph = graph.build(rec, tape=tape.id, call=0)
+    assert drawn_graph.graph["traced"] == "train_step"
+    assert any("traced into tf.function train_step" in data.get("hover", "")
+               for _, data in drawn_graph.nodes(data=True))
+
+
+def test_variables_of_a_subclassed_keras_model_are_named_by_their_layer():
+    """A subclassed model builds its layers in its first call, where TensorFlow's name for
+    each variable keeps only the model ("actor_critic/kernel"): the recording names them as
+    Keras's own path does, layer and weight ("actor/kernel")."""
+    program = src("""
+        import tensorflow as tf
+        import keras
+        class ActorCritic(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.common = keras.layers.Dense(4, activation="relu", name="common")
+                self.actor = keras.layers.Dense(2, name="actor")
+            def call(self, x):
+                return self.actor(self.common(x))
+        model = ActorCritic()
+        x = tf.ones([1, 3])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        paths = [v.path for v in model.trainable_variables]
+    """)
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    kept = {t.name for t in rec.tensors if t.kind == "variable"}
+    keras_names = ["/".join(p.split("/")[-2:]) for p in ns["paths"]]
+    assert keras_names == ["common/kernel", "common/bias", "actor/kernel", "actor/bias"]
+    assert set(keras_names) <= kept, kept
+
+
 def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():
     program = src("""
         import tensorflow as tf

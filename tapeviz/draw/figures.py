@@ -41,6 +41,7 @@ MAX_NONE_NOTES = 40
 NOTE_RISE = 46            # px between a None-gradient node and its note
 # The plot area the label placement assumes (px): the debugger's chart in a 1280 px wide window.
 PLOT_W, PLOT_H = 570.0, 470.0
+MARGIN_W = 20             # px of a figure's width that are not plot: its side margins
 COLOUR_BAR_PX = 110       # what the colour bar takes from the plot's width
 PLOT_MARGIN = 150         # px of the chart's height that are not plot: legend on top, margins
 MIN_HEIGHT, MAX_HEIGHT = 320, 620
@@ -70,7 +71,7 @@ SCALE_LOW, SCALE_HIGH = 0.02, 0.98
 
 def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Optional[str] = None,
              title: Optional[str] = None, visible: Optional[set] = None, current: Optional[str] = None,
-             large_text: bool = False) -> go.Figure:
+             large_text: bool = False, size: Optional[tuple] = None) -> go.Figure:
     """The op graph: edges with arrowheads, one trace per node category, customdata = node id.
 
     flow ({node: norm of d target / d node}) colours nodes by log10 of the norm and
@@ -78,7 +79,9 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     annotated with the reason; `selected` is ringed. visible: draw only these nodes,
     on the axes of the whole graph (stepping through the ops reveals, nothing moves);
     `current` (the step's op) gets its own ring. large_text: labels of LARGE_FONT px.
-    Labels that would overlap another label or a marker are left to the hover.
+    Labels that would overlap another label or a marker are left to the hover. size: (width,
+    height) in px when the caller knows it (a notebook's figure, a saved picture): labels are
+    placed for that plot, else for the smallest the page draws (PLOT_W).
     """
     large = G.number_of_nodes() > LARGE
     svg = G.number_of_nodes() <= SVG_NODES
@@ -86,9 +89,10 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     font = LARGE_FONT if large_text else LABEL_FONT
     ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
     shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
-    height = chart_height(pos)
+    width, height = size if size is not None else (None, chart_height(pos))
+    plot_w = width - MARGIN_W if width is not None else PLOT_W
     scale = _log_range(flow) if flow is not None else None
-    screen = _Screen(ranges, height - PLOT_MARGIN, PLOT_W - (COLOUR_BAR_PX if scale is not None else 0))
+    screen = _Screen(ranges, height - PLOT_MARGIN, plot_w - (COLOUR_BAR_PX if scale is not None else 0))
     edges = [(u, v) for u, v in G.edges if u in shown and v in shown]
     paths = _edge_paths(G, shown, edges, screen) if svg else {e: None for e in edges}
     fig = go.Figure()
@@ -134,7 +138,7 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
         plot_bgcolor="white", paper_bgcolor="white", font=dict(size=font),
         hoverlabel=dict(font_size=max(15, font - 1), align="left"),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=max(13, font - 3))),
-        margin=dict(l=10, r=10, t=60 if title else 40, b=10), height=height,
+        margin=dict(l=10, r=10, t=60 if title else 40, b=10), height=height, width=width,
         xaxis=dict(visible=False, range=ranges[0]),
         yaxis=dict(visible=False, range=ranges[1]),
     )
@@ -328,9 +332,20 @@ def _inside(box, screen) -> bool:
 
 def _label_priority(data: dict) -> tuple:
     # What the lesson is about gets its label first: the target (a step's loss and its
-    # value), the sources, named tensors, folds.
-    return (data.get("role") is None, data.get("role") != "target", data.get("name") is None,
-            data.get("kind") not in ("repeat", GROUP), data.get("kind") != "op", data.get("order", 0))
+    # value), the sources, then the layer boxes and folds (a big unnamed square says
+    # nothing), named tensors, ops.
+    return (data.get("role") is None, data.get("role") != "target",
+            data.get("kind") not in ("repeat", GROUP), data.get("name") is None,
+            data.get("kind") != "op", data.get("order", 0))
+
+
+def _attempts(data: dict, lines: list) -> list:
+    """The label's forms, longest first: all its lines, the first, and for a layer box or a
+    fold its name alone ("Squeeze ×120" without ", line 82"), so every box is named."""
+    out = [lines, lines[:1]]
+    if data.get("kind") in ("repeat", GROUP):
+        out.append([_clip(lines[0].split(", ")[0], 14)])
+    return out
 
 
 def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, font: int,
@@ -351,7 +366,7 @@ def _place_labels(G: nx.DiGraph, pos: dict, screen: _Screen, occupied: list, fon
             if n in out:
                 continue
             lines = [_clip(x) for x in G.nodes[n]["label"].split("\n")]
-            for attempt in (lines, lines[:1]):
+            for attempt in _attempts(G.nodes[n], lines):
                 spot = _spot(G, n, pos, screen, boxes, mine[n], attempt, font, edges, clear_only, centres)
                 if spot is not None:
                     boxes.add(spot[1])

@@ -197,6 +197,7 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     order = {op.id: i for i, op in enumerate(rec.ops)}
     said = _Speller(rec)
     G.graph["program"] = rec.program     # nodes' lines are said with their file when it is another
+    G.graph["traced"] = traced_function(rec, tape)   # a traced graph: shapes, no values
     for drawn, op in enumerate(ops):
         if len(G) + len(op.inputs) + len(op.outputs) + 1 > MAX_NODES:
             G.graph["cut"] = (f"Only the first {drawn:,} of these {len(ops):,} ops are drawn: the "
@@ -337,8 +338,20 @@ def gradient_calls(rec: Recording) -> list:
     return out
 
 
-def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optional[nx.DiGraph] = None) -> dict:
-    """{node id: norm of d target / d node} for one gradient call.
+def traced_function(rec: Recording, tape: Optional[int]) -> Optional[str]:
+    """The tf.function whose graph holds what `tape` shows, when its ops were traced (built
+    into the graph, never run one by one: shapes and dtypes, no values); else None."""
+    tp = next((t for t in rec.tapes if t.id == tape), None) if tape is not None else None
+    if tp is None or not tp.function:
+        return None
+    return next((op.traced for i in tp.ops if (op := rec.op(i)) is not None and op.traced),
+                None)
+
+
+def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int,
+               G: Optional[nx.DiGraph] = None) -> Optional[dict]:
+    """{node id: norm of d target / d node} for one gradient call; None for a traced one,
+    whose gradients were never computed here (nothing to colour, rather than all grey).
 
     Tensors take their flow entry; an op takes the norm at its outputs, a layer group
     the largest over its ops (a NaN or Inf wins: it is what the view must show). With
@@ -346,7 +359,11 @@ def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int, G: Optio
     """
     alias, _ = _read_aliases(rec)
     by_tensor: dict = {}
-    for entry in gradient_call(rec, tape_id, call_index).flow:
+    chosen = gradient_call(rec, tape_id, call_index)
+    if not chosen.flow and traced_function(rec, tape_id if tape_id is not None
+                                           else rec.tapes[0].id):
+        return None
+    for entry in chosen.flow:
         t = alias(entry.tensor)
         by_tensor[t] = _worst([by_tensor[t], as_float(entry.norm)]) if t in by_tensor else as_float(entry.norm)
     norms = {tensor_node(t): n for t, n in by_tensor.items()}
@@ -790,6 +807,8 @@ def _tensor_hover(info, category: str, producer) -> str:
             lines.append(f"⚠ {s.nan} NaN, {s.inf} Inf")
     if producer is not None:
         lines.append(f"made by {producer.function or producer.type} (op {producer.id})")
+        if producer.traced:
+            lines.append(f"traced into tf.function {producer.traced}: no value recorded")
     line = info.line if info.line is not None else getattr(producer, "line", None)
     if line is not None:
         lines.append(f"line {line}")
@@ -805,6 +824,8 @@ def _op_hover(rec: Recording, op, said: str) -> str:
         lines.append(f"tf.function, runs {op.type}")
     else:
         lines += op_words.hover_lines(op.type, said)
+    if op.traced:
+        lines.append(f"traced into tf.function {op.traced}'s graph (ran there, not one by one)")
     for word, ids in (("in", op.inputs), ("out", op.outputs)):
         if ids:
             lines.append(f"{word}: " + ", ".join(tensor_brief(rec, t) for t in ids[:6])

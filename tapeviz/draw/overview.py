@@ -24,11 +24,14 @@ def as_recording(rec) -> Recording:
 
 
 def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
-           group: Optional[bool] = None, view: str = "graph"):
+           group: Optional[bool] = None, view: str = "graph", width: Optional[int] = None,
+           height: Optional[int] = None):
     """The op graph of `tape` (default: the first outermost tape; every op when there is
     none), coloured by the gradient flow of its `call`-th gradient call when given. `group`
-    folds Keras layers into one node each (default: when there are many ops). `view="run"`:
-    the whole run instead, loss and gradient norms per step (run_figures.py)."""
+    folds Keras layers into one node each (default: when there are many ops). `width` and
+    `height` (px, both or neither): the figure's size, its labels placed for it (more fit
+    than in the page's narrow column). `view="run"`: the whole run instead, loss and gradient
+    norms per step (run_figures.py)."""
     rec = as_recording(rec)
     if view == "run":
         return run_figures.run_figure(rec)
@@ -42,4 +45,7 @@ def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
     flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
     what = f"tape {tape}" if tape is not None else "every op"
     title = f"{what}: gradient flow of call {call}" if call is not None else f"op graph of {what}"
-    return figures.op_graph(G, layout.layered(G), flow=flow, title=title)
+    if G.graph.get("traced"):
+        title += f" (traced in tf.function {G.graph['traced']}: its graph, shapes and dtypes, no values)"
+    size = (width, height) if width is not None and height is not None else None
+    return figures.op_graph(G, layout.layered(G), flow=flow, title=title, size=size)

@@ -147,6 +147,8 @@ def _tensor_details(rec: Recording, t: int) -> Details:
 def _op_details(rec: Recording, op) -> Details:
     d = Details(title=op.function or op.type, kind=f"{op.phase} op", line=op.line)
     d.facts = [("op id", str(op.id)), ("phase", op.phase)]
+    if op.traced:
+        d.facts.append(("traced", f"into tf.function {op.traced}'s graph: no values"))
     if op.function:
         d.facts.append(("tf.function", f"{op.function} (runs {op.type})"))
     if op.scope:
@@ -465,6 +467,10 @@ def legend_text(rec: Recording, view_key: str) -> str:
               "outputs; “×2” on an arrow means the tensor is used twice. A big square “* ×3000, line 6” "
               "is one line's ops repeated by a loop (click it to unfold). Hidden unless asked for: "
               "*plumbing*, the bookkeeping TensorFlow does to create and assign variables.")
+    if traced := graph.traced_function(rec, tape):
+        return (f"The graph tf.function `{literal(traced, 200)}` traced: each label shows a "
+                f"tensor's shape (no values: its ops ran inside the compiled function) and, for "
+                f"a gradient call's sources, the shape of their gradient. " + shapes)
     if call is None:
         return "Each label shows the tensor's value. " + shapes
     chosen = graph.gradient_call(rec, tape, call)
@@ -559,6 +565,11 @@ def sentence(rec: Recording, view_key: str) -> str:
     n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
     said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if traced := graph.traced_function(rec, tape):
+        said = (f"{code(names[tape])}{parent} was traced into tf.function {code(traced)}: its "
+                f"graph holds these {n} op{'s' * (n != 1)}, drawn with shapes and dtypes and no "
+                f"values, since they ran inside the compiled function (record with --eager to "
+                f"see values)")
     if loop := loop_words(rec, tp):
         said = f"{loop[0].upper()}{loop[1:]}; in it {said}"
     if call is None:

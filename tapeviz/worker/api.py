@@ -19,7 +19,7 @@ from typing import Optional
 import tensorflow as tf
 
 from .capture import DEFAULT_MAX_OPS, Session
-from .instrumented import adopt_tapes, make_tape_class
+from .instrumented import adopt_tapes, make_tape_class, user_tape_site
 from .window import TapeWindow
 from ..recording import Error, Recording
 
@@ -86,8 +86,8 @@ class Capture:
             module.GradientTape = GradientTape
         # A tape made from TensorFlow's own class (`backprop.GradientTape`, a name bound
         # before the block) becomes the run's class when the caller's files enter it
-        adopted = adopt_tapes(session, GradientTape, lambda filename: threading.get_ident()
-                              == owner and session.files.name(filename) is not None)
+        adopted = adopt_tapes(session, GradientTape, lambda code: threading.get_ident()
+                              == owner and user_tape_site(session, code))
         adopted.__enter__()
         window = TapeWindow(session, self.tapes)
         creator = tf.variable_creator_scope(session.on_variable)

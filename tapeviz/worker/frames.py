@@ -103,4 +103,19 @@ def nearest_user_frame(frame, files: UserFiles):
     return None, None
 
 
-__all__ = ["UserFiles", "library_dirs", "nearest_user_frame"]
+# The files and functions where a library's default training step enters its GradientTape
+# around the user's model and loss: Keras 3's TensorFlow trainer, and Keras 2 (tf_keras, or
+# keras before 3) whose train_step hands its tape to optimizer.minimize.
+_TRAIN_STEPS = (("keras/src/backend/tensorflow/trainer.py", "train_step"),
+                ("tf_keras/src/engine/training.py", "train_step"),
+                ("keras/engine/training.py", "train_step"))
+
+
+def library_train_step(code) -> bool:
+    """Is `code` a library's default train_step (model.fit() with no train_step of the
+    user's)? Matched by file and function, so no library is imported to ask."""
+    filename = code.co_filename.replace("\\", "/")
+    return any(code.co_name == name and filename.endswith(path) for path, name in _TRAIN_STEPS)
+
+
+__all__ = ["UserFiles", "library_dirs", "library_train_step", "nearest_user_frame"]

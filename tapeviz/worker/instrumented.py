@@ -18,6 +18,7 @@ from tensorflow.python.util import nest
 
 from .. import explain
 from . import shared_gradients
+from .frames import library_train_step
 from .capture import Session, handle_or_self
 from ..recording import GradientCall
 
@@ -46,8 +47,9 @@ def make_tape_class(session: Session):
                     if window is not None and state is not None and state.rec.parent is None:
                         state.rec.index = window.current
             elif not context.executing_eagerly():
+                # the `with`'s frame: an adopted tape came here through adopt_tapes' __enter__
                 _quietly(session, "could not note this tape", session.traced_tape, self,
-                         sys._getframe(1))
+                         sys._getframe(2 if "_tapeviz_adopted" in self.__dict__ else 1))
             return result
 
         def __exit__(self, typ, value, tb):
@@ -90,6 +92,11 @@ def make_tape_class(session: Session):
                      unconnected_gradients=tf.UnconnectedGradients.NONE):
             state = session.state_of(self)
             if not self._tracked() or state is None:
+                if "_tapeviz_traced" in self.__dict__ and not self._tapeviz_inner \
+                        and not context.executing_eagerly():
+                    return session.traced_gradient(self, target, sources, lambda: super(
+                        GradientTape, self).gradient(target, sources, output_gradients,
+                                                     unconnected_gradients), sys._getframe(1))
                 if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
                     return self._unrecorded_call("gradient", target, sources, lambda: super(
                         GradientTape, self).gradient(target, sources, output_gradients,
@@ -289,9 +296,11 @@ def adopt_tapes(session: Session, tape_class, adopts=None):
     a name kept from before the run), becomes the run's instrumented tape class.
 
     The instrumented class is a subclass without state of its own, so switching the
-    instance's class changes nothing TensorFlow computes. Tapes that libraries (Keras's
-    fit) enter are left alone: only those entered from the user's own files (`adopts(code
-    filename)` says which; by default the files of the run's project).
+    instance's class changes nothing TensorFlow computes. Tapes that libraries enter for
+    their own ends are left alone: only those entered from the user's own files and the one
+    tape of a library's default training step (`model.fit()` without a train_step of the
+    user's), which holds the user's model and loss: `adopts(code object of the caller)`
+    says which, by default `user_tape_site` for the run's project.
 
     `with` looks up `__exit__` on the type before `__enter__` runs, so the adopted tape's
     block ends in the plain class's `__exit__`: that one, patched too, hands a tape adopted
@@ -301,11 +310,11 @@ def adopt_tapes(session: Session, tape_class, adopts=None):
     original_enter = real.__dict__["__enter__"]
     original_exit = real.__dict__["__exit__"]
     if adopts is None:
-        def adopts(filename):
-            return session.files.name(filename) is not None
+        def adopts(code):
+            return user_tape_site(session, code)
 
     def __enter__(self):
-        if type(self) is real and adopts(sys._getframe(1).f_code.co_filename):
+        if type(self) is real and adopts(sys._getframe(1).f_code):
             try:
                 self.__class__ = tape_class
             except TypeError as e:
@@ -329,6 +338,13 @@ def adopt_tapes(session: Session, tape_class, adopts=None):
     finally:
         real.__enter__ = original_enter
         real.__exit__ = original_exit
+
+
+def user_tape_site(session: Session, code) -> bool:
+    """Does a tape entered by `code` belong to the user: `code` is in the project's files, or
+    is a library's default train_step (matched by file and function, so no library is
+    imported to ask)?"""
+    return session.files.name(code.co_filename) is not None or library_train_step(code)
 
 
 def _pack(sources, flat_sources: list, flat_grads: list):

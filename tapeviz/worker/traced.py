@@ -5,11 +5,13 @@ leads back to the user's line). Read once per trace, so walking the stack is che
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple, Optional
 
 from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
 AUTOGRAPH_PREFIX = "tf__"        # autograph names a converted function tf__<its name>
+AUTOGRAPH_FILE = "__autograph_generated_file"   # ... in a file named so
 
 
 class TracedAt(NamedTuple):
@@ -24,6 +26,25 @@ def traced_at(frame, files) -> TracedAt:
     python = _python_name(frame)
     file, line = _user_line(frame, files)
     return TracedAt(_tf_function(frame), python, file, line)
+
+
+def traced_line(frame, files, cache: dict):
+    """(file, line, frame) of the user's line that is building a graph op, from `frame`
+    outward: a frame of the user's files, or autograph's converted copy of one (its line
+    found through the source map once per generated line, kept in `cache`); Nones if none."""
+    while frame is not None:
+        code = frame.f_code
+        name = files.name(code.co_filename)
+        if name is not None:
+            return name, frame.f_lineno, frame
+        if os.path.basename(code.co_filename).startswith(AUTOGRAPH_FILE):
+            key = (code.co_filename, frame.f_lineno)
+            if key not in cache:
+                cache[key] = _user_line(frame, files)
+            if cache[key][0] is not None:
+                return (*cache[key], frame)
+        frame = frame.f_back
+    return None, None, None
 
 
 def _python_name(frame) -> Optional[str]:

@@ -18,7 +18,7 @@ from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
 from ... import explain
-from ..frames import nearest_user_frame
+from ..frames import library_train_step, nearest_user_frame
 from ..traced import traced_at
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
 
@@ -68,7 +68,14 @@ class OpsAndTapes:
         # Runs once per eager op: every line here is paid thousands of times a second (so
         # the op is recorded here, not in a method this calls: a call per op is worth saving)
         if graph is not None or self.quiet:
-            return None          # graph building inside tf.function, or tapeviz's own work
+            # graph building inside tf.function (kept only in a traced tape's block or
+            # gradient call), or tapeviz's own work
+            if graph is not None and not self.quiet and (self.traced_open or self.traced_call):
+                try:
+                    self.on_graph_op(op_type, inputs, outputs, graph, sys._getframe(1))
+                except Exception as e:
+                    self.fault(f"could not note a traced {_text(op_type)} op", e)
+            return None
         try:
             now = _perf_counter()
             if op_type.__class__ is bytes:
@@ -320,8 +327,11 @@ class OpsAndTapes:
         parent; a warning at that line says how to see its ops (--eager)."""
         if tape.__dict__.get("_tapeviz_traced"):
             return
-        tape.__dict__["_tapeviz_traced"] = True
         at = traced_at(frame, self.files)
+        library = at.file is None and library_train_step(frame.f_code)
+        if library:     # fit()'s default train_step: its tape is where the program called fit
+            user = self.user_frame(frame)
+            at = at._replace(file=self.here, line=user.f_lineno if user else None)
         outer = self.traced_open[-1] if self.traced_open else (
             self.active[-1].rec if self.active else None)
         rec = Tape(self.new_tape_id(), at.line, tape._persistent,
@@ -330,11 +340,15 @@ class OpsAndTapes:
         rec.function = at.function or at.python or "a tf.function"
         self.tapes.append(rec)
         self.traced_open.append(rec)
-        tape.__dict__["_tapeviz_traced_rec"] = rec
+        tape.__dict__["_tapeviz_traced_rec"] = tape.__dict__["_tapeviz_traced"] = rec
+        # the ops its block builds into this graph are its traced graph (traced_graph.py)
+        self.traced_graphs[rec.id] = weakref.ref(tf.compat.v1.get_default_graph())
+        tape.__dict__["_tapeviz_traced_from"] = self.next_op
         if (at.file, at.line) not in self.traced_lines:
             self.traced_lines.add((at.file, at.line))
             self.warnings.append({"line": at.line, "file": at.file, "kind": "traced",
-                                  "message": explain.traced_tape_note(rec.function, at.python)})
+                                  "message": explain.traced_tape_note(rec.function, at.python,
+                                                                         library)})
         if len(self.tapes) > self.max_tapes:
             self.drop_oldest_tape()
 
@@ -348,6 +362,7 @@ class OpsAndTapes:
         rec = tape.__dict__.pop("_tapeviz_traced_rec", None)
         if rec is not None and rec in self.traced_open:
             self.traced_open.remove(rec)
+            rec.recording_spans.append([tape.__dict__.pop("_tapeviz_traced_from"), self.next_op])
 
     def drop_oldest_tape(self) -> None:
         """Bound memory in long loops: forget the oldest tape no `with` block holds open."""

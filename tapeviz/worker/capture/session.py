@@ -20,12 +20,13 @@ from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
+from .traced_graph import TracedGraphs
 
 DEFAULT_MAX_OPS = 20_000          # newest ops kept; a 10k-op train step fits whole
 _NAMES_TAPE = re.compile(r"\bGradientTape\b")
 
 
-class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
+class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
     """The recording state of one run, and the hooks that fill it."""
 
     def __init__(self, source: str, filename: str, max_ops: int = DEFAULT_MAX_OPS):
@@ -44,6 +45,11 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         self.active: list = []           # states of entered tapes, innermost last
         self.traced_open: list = []      # Tape records of traced tapes inside their `with`
         self.traced_lines: set = set()   # (file, line) of traced tapes already warned about
+        self.traced_graphs: dict = {}    # traced tape id -> weakref to the graph it is in
+        self.traced_call = None          # (tape, call index, weakref to graph) while one runs
+        self.captured: dict = {}         # id(graph) -> (weakref, {placeholder id: eager tensor})
+        self.traced_lines_cache: dict = {}   # (generated file, line) -> the user's (file, line)
+        self.graph_scopes: dict = {}     # a graph's unique scope -> the Keras path it stands for
         self.steps = StepLog()           # every gradient call's summary (Recording.steps)
         self.alerts: list = []
         self.warnings: list = []
@@ -108,7 +114,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts):
         kept = set()
         for op in self.ops:
             kept.add(op.id)
-            op.duration_us = round(op.duration_us * 1e6, 1)   # the op callback keeps seconds
+            if op.duration_us is not None:                    # None: traced, never ran
+                op.duration_us = round(op.duration_us * 1e6, 1)   # the callback keeps seconds
         self.settle_all(self.compact())
         self.fill_norms_from_stats()
         self.merge_late_alerts()

@@ -88,6 +88,25 @@ def _held_record(rid: int, a, enum: int, producer: Optional[int], line: Optional
                   None, file)
 
 
+_KERAS_VARIABLE_INIT = ("keras/src/backend/tensorflow/core.py", "_initialize")
+
+
+def _keras_variable_path(frame, depth: int = 12):
+    """The path of the Keras variable whose tf.Variable is being made ("actor_critic/actor/
+    kernel"), read from Keras's own frame that makes it: TensorFlow's name for it keeps only
+    the model's scope when a subclassed model builds its layers ("actor_critic/kernel")."""
+    for _ in range(depth):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_name == _KERAS_VARIABLE_INIT[1] and \
+                code.co_filename.replace("\\", "/").endswith(_KERAS_VARIABLE_INIT[0]):
+            path = getattr(frame.f_locals.get("self"), "path", None)
+            return path if isinstance(path, str) else None
+        frame = frame.f_back
+    return None
+
+
 def _forget(table: dict, key: int):
     """A weakref callback that drops `key` from `table` when its class dies (unless the id
     was reused by a class seen since)."""
@@ -154,7 +173,7 @@ class TensorsAndNames:
             # isinstance(value, tf.Variable) goes through ABC machinery, and a namespace is
             # scanned at each new statement of the program: decided once a class, which is
             # held weakly (a class made per call dies as it does plainly, with its functions)
-            kind = (TENSOR if issubclass(cls, EagerTensor) else
+            kind = (TENSOR if issubclass(cls, tf.Tensor) else     # eager, or a traced graph's
                     VARIABLE if issubclass(cls, tf.Variable) or cls.__name__ == "Variable"
                     else "")
             self.nameable[id(cls)] = (weakref.ref(cls, _forget(self.nameable, id(cls))), kind)
@@ -403,7 +422,8 @@ class TensorsAndNames:
         variable = next_creator(**kwargs)
         handle = getattr(variable, "handle", None)
         if isinstance(handle, EagerTensor):
-            parts = variable.name.split(":")[0].split("/")
+            path = _keras_variable_path(sys._getframe(1)) or variable.name.split(":")[0]
+            parts = path.split("/")
             # "sequential/conv2d/kernel" -> "conv2d/kernel": the layer is what students see
             self.variable_names[handle._id] = "/".join(parts[-2:])
             self.trainable[handle._id] = bool(getattr(variable, "trainable", True))
