@@ -146,7 +146,7 @@ async def _open_all(url: str, n: int, share) -> list:
                     await page.wait_for_function(OVER, timeout=600_000, polling=200)
                     own = PAGE_FIGURE.search(await page.inner_text("body"))
                     try:                  # plotly draws the figure after the script run
-                        await page.wait_for_selector(PLOT, state="attached", timeout=120_000)
+                        await page.wait_for_selector(PLOT, state="attached", timeout=600_000)
                     except Exception:  # noqa: BLE001 - no graph: the run failed
                         return None, None, f"no graph: {own.group(0) if own else ''}", {}
                     # performance.now() counts from this page's navigation start.
