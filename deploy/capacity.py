@@ -1,7 +1,7 @@
 """The capacity model of docs/hosting.md, from a bench run here: CPU seconds per hosted run,
 then replicas of deploy/base/deployment.yaml per class size.
 
-    python deploy/capacity.py [--runs 4 8] [--burst-s 15] [--every-min 2]
+    python deploy/capacity.py [--runs 10 30] [--burst-s 15] [--every-min 2]
 
 Runs `bench/hosted_load.py --trainings 0` (hosted mode, bwrap on) twice, with two numbers
 of runs, and counts the CPU time of the bench and every process below it: /proc sampled
@@ -138,7 +138,7 @@ def replicas_for_steady(students: int, cpu_per_run: float, cores: float, every_m
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, nargs=2, default=[4, 8],
+    parser.add_argument("--runs", type=int, nargs=2, default=[10, 30],
                         help="the two bench sizes (runs each); their difference is measured")
     parser.add_argument("--burst-s", type=float, default=15.0,
                         help="a class's burst of runs should be done within this")

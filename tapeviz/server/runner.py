@@ -224,6 +224,18 @@ class Runner:
         threading.Thread(target=self.fill, daemon=True).start()
         return worker
 
+    def warmed(self, timeout: float = READY_TIMEOUT_S) -> bool:
+        """Wait until the warm workers are ready to take a job (a server a class meets has
+        been up a while: benches start their clocks here)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                idle = list(self._idle)
+            if len(idle) >= self.config.warm and all(w.ready.is_set() for w in idle):
+                return True
+            time.sleep(0.1)
+        return False
+
     @property
     def waiting(self) -> int:
         """How many jobs wait for a free worker slot right now."""
