@@ -279,13 +279,26 @@ def as_float(x) -> Optional[float]:
     return float(x)
 
 
+# What _plain returns as it is, told by exact class: most of a recording's values (ids,
+# lines, norms), so a 20k-op recording's dict is made in a quarter of the time
+_AS_IS = frozenset({int, float, str, bool, type(None)})
+_FIELDS: dict = {}                # a dataclass -> its fields' names, in order
+
+
 def _plain(value):
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    cls = value.__class__
+    if cls in _AS_IS:
+        return value
+    names = _FIELDS.get(cls)
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [v if v.__class__ in _AS_IS else _plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+        return {name: _plain(getattr(value, name)) for name in names}
     return value
 
 

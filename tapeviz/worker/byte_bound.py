@@ -49,21 +49,21 @@ class _Cutter:
     def __init__(self, rec: dict, max_bytes: int, max_tensors: int):
         self.rec, self.max_bytes, self.max_tensors = rec, max_bytes, max_tensors
         self.total = len(json.dumps(rec, allow_nan=False))
-        self.tensor_size = {t["id"]: _size(t) for t in rec["tensors"]}
         self.counts = {"flow entries": 0, "ops": 0, "tapes": 0, "tensors": 0}
 
     def fits(self) -> bool:
-        return self.total <= self.max_bytes and len(self.tensor_size) <= self.max_tensors
+        return self.total <= self.max_bytes and len(self.rec["tensors"]) <= self.max_tensors
 
     def forget_tensors(self) -> None:
-        """Drop the tensors nothing kept refers to any more."""
+        """Drop the tensors nothing kept refers to any more (each one's JSON measured only
+        here: a recording that fits is measured once, whole)."""
         keep = _referenced(self.rec)
         kept = []
         for t in self.rec["tensors"]:
             if t["id"] in keep:
                 kept.append(t)
             else:
-                self.total -= self.tensor_size.pop(t["id"])
+                self.total -= _size(t)
                 self.counts["tensors"] += 1
         self.rec["tensors"] = kept
 

@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from .. import explain  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, native_output, shutdown, terminal  # noqa: E402
+from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -315,7 +315,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         session.scan_namespace(namespace)      # names bound by the program's last lines
     finally:
         session.quiet -= 1
-    rec = session.finish(out.text(), error, time.perf_counter() - started)
+    with heap.paused():                        # the program has ended: no full collections
+        rec = session.finish(out.text(), error, time.perf_counter() - started)
     rec.stderr = err.text()
     rec.argv = list(program["argv"]) if program and program.get("argv") else None
     rec.eager = eager

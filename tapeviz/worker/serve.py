@@ -138,7 +138,11 @@ def main(argv=None) -> int:
     _prctl(_PR_SET_DUMPABLE, 0)   # /proc/<pid>/fd, environ, mem: closed to other processes
     channel = Channel()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    forked = f"{__package__}.recorder" in sys.modules   # a zygote's child: imported, settled
     from . import recorder        # the expensive part: TensorFlow's import, done before any job
+    from . import heap
+    if not forked:
+        heap.settle()             # the import's garbage, collected before the program runs
     if uid is not None and os.getuid() == 0:
         give_home(uid)
         drop_privileges(uid)
@@ -165,9 +169,11 @@ def main(argv=None) -> int:
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing
             os._exit(0)
         max_ops = job.get("max_ops", recorder.DEFAULT_MAX_OPS)
-        # cut to what the server accepts, oldest first, rather than lose the run to its size
-        fitted = byte_bound.fit(rec.to_dict(), RECORDING_BYTES, recording_gate.bounds(max_ops)["tensors"])
-        channel.send({"type": "recording", "recording": fitted, "usage": usage()})
+        with heap.paused():       # the program has ended; the worker exits after this
+            # cut to what the server accepts, oldest first, rather than lose the run to its size
+            fitted = byte_bound.fit(rec.to_dict(), RECORDING_BYTES,
+                                    recording_gate.bounds(max_ops)["tensors"])
+            channel.send({"type": "recording", "recording": fitted, "usage": usage()})
     elif job["kind"] == "train":
         from . import training
         from .. import metrics

@@ -93,7 +93,8 @@ def main(argv=None) -> int:
         import keras  # noqa: F401
     except ImportError:
         pass
-    from . import recorder, serve, training  # noqa: F401
+    from . import heap, recorder, serve, training  # noqa: F401
+    heap.settle()                # once for every child: the import's garbage collected
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)

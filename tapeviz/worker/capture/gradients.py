@@ -26,6 +26,10 @@ def _flows(t) -> bool:
     return t.dtype.as_datatype_enum in FLOWING_ENUMS      # a watched tf.Variable
 
 
+# A dense gradient's flow entry whose signed value its tensor's record gives at finish
+_VALUE_OWED = object()
+
+
 def _signed(a):
     """A small real gradient's own numbers (signs kept, non-finite encoded), else None: the
     norm alone cannot tell the student that d z / d y is -2, not 2."""
@@ -92,8 +96,14 @@ class GradientsAndAlerts:
             if self.owes_stats(gid) or (described is not None and described.stats is not None):
                 # A backward op's output, described anyway: its stats give the norm at finish.
                 # (settle gives a held one its record then.)
-                entry = FlowEntry(rid, None)
-                self.norms_from_stats.setdefault(gid, [described, []])[1].append((entry, dense))
+                # (one flat list per tensor, the value owed marked on the entry itself: the
+                # collector tracks each list and pair until finish, see on_op)
+                entry = FlowEntry(rid, None, _VALUE_OWED if dense else None)
+                owed = self.norms_from_stats.get(gid)
+                if owed is None:
+                    self.norms_from_stats[gid] = [described, entry]
+                else:
+                    owed.append(entry)
                 return entry
             try:
                 a = g._numpy_internal()       # a view, no copy: the job holds the buffer alone
@@ -114,14 +124,16 @@ class GradientsAndAlerts:
 
     def fill_norms_from_stats(self) -> None:
         """At finish, once every big tensor's stats are in: the norms flow_entry left."""
-        for rec, entries in self.norms_from_stats.values():
+        for rec, *entries in self.norms_from_stats.values():
             if rec is None:           # a held tensor that could not be read at settle
+                for entry in entries:
+                    entry.value = None
                 continue
             norm = encode_float(numerics.norm_from_stats(rec.stats, rec.shape))
             value = rec.value if rec.dtype.startswith(("float", "bfloat")) else None   # a real one
-            for entry, dense in entries:
+            for entry in entries:
                 entry.norm = norm
-                if dense:
+                if entry.value is _VALUE_OWED:
                     entry.value = value
         self.norms_from_stats = {}
 

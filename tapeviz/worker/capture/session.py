@@ -74,9 +74,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
         self.deferred = Deferred()       # big tensors' stats, off the op callback's path
         self.pending_stats: set = set()  # big tensors' recording ids whose stats jobs are queued
         self.late_alerts: list = []      # NaN/Inf found by deferred jobs
-        # recording id -> [its Tensor (None for a held one until settle makes it), FlowEntries
-        # whose norm its stats give at finish]; such a tensor is described even if its op is
-        # dropped
+        # recording id -> [its Tensor (None for a held one until settle makes it), then the
+        # FlowEntries whose norm (and, for a dense gradient, signed value) its record gives at
+        # finish]; such a tensor is described even if its op is dropped
         self.norms_from_stats: dict = {}
         # recording id -> (tensor, phase, bytes, producer, line, file): held, described later;
         # its Tensor record, if made yet, is in `tensors`
@@ -116,6 +116,8 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
             kept.add(op.id)
             if op.duration_us is not None:                    # None: traced, never ran
                 op.duration_us = round(op.duration_us * 1e6, 1)   # the callback keeps seconds
+            # the contract's lists (the op callback keeps tuples: see on_op)
+            op.inputs, op.outputs, op.tapes = list(op.inputs), list(op.outputs), list(op.tapes)
         self.settle_all(self.compact())
         self.fill_norms_from_stats()
         self.merge_late_alerts()
