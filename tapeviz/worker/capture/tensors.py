@@ -218,7 +218,7 @@ class TensorsAndNames:
             self.nameable[id(cls)] = (weakref.ref(cls, _forget(self.nameable, id(cls))), kind)
         if kind is TENSOR:
             rec = self.record(self.tid.get(value._id))
-            if rec is not None and self._better(name, rec.name):
+            if rec is not None and (rec.name is None or self._better(name, rec.name)):
                 rec.name = name
         elif kind is VARIABLE:
             try:
