@@ -876,6 +876,15 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
                for _, data in drawn_graph.nodes(data=True))
 
 
+def _variable_names_and_keras(program: str) -> tuple[set, list]:
+    """The recording's names of the variables a program made, and Keras's own names for
+    them (layer and weight, from the paths the program put in `paths`)."""
+    rec, ns = run_recorded(program)
+    assert rec.error is None
+    kept = {t.name for t in rec.tensors if t.kind == "variable"}
+    return kept, ["/".join(p.split("/")[-2:]) for p in ns["paths"]]
+
+
 def test_variables_of_a_subclassed_keras_model_are_named_by_their_layer():
     """A subclassed model builds its layers in its first call, where TensorFlow's name for
     each variable keeps only the model ("actor_critic/kernel"): the recording names them as
@@ -897,12 +906,59 @@ def test_variables_of_a_subclassed_keras_model_are_named_by_their_layer():
         grads = tape.gradient(loss, model.trainable_variables)
         paths = [v.path for v in model.trainable_variables]
     """)
-    rec, ns = run_recorded(program)
-    assert rec.error is None
-    kept = {t.name for t in rec.tensors if t.kind == "variable"}
-    keras_names = ["/".join(p.split("/")[-2:]) for p in ns["paths"]]
+    kept, keras_names = _variable_names_and_keras(program)
     assert keras_names == ["common/kernel", "common/bias", "actor/kernel", "actor/bias"]
     assert set(keras_names) <= kept, kept
+
+
+def test_a_loop_variable_does_not_name_every_weight_it_held():
+    """`for w in model.trainable_weights` binds `w` to each weight in turn: the weights keep
+    Keras's own names (its paths, as the program reads them), the program's own unique name
+    for one of them wins, and a name assigned each weight in turn names none."""
+    program = src("""
+        import tensorflow as tf
+        import keras
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="hidden"),
+                                  keras.layers.Dense(1, name="out")])
+        for w in model.trainable_weights:
+            print(w.shape)
+        for w in model.trainable_weights:
+            print(float(tf.reduce_sum(w)))
+            total = tf.reduce_sum(w * w)
+        for i in range(4):
+            weight = model.trainable_weights[i]
+            norm = tf.norm(weight)
+        x = tf.ones([2, 3])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(x))
+        grads = tape.gradient(loss, model.trainable_weights)
+        out_kernel = model.layers[1].kernel
+        y = tf.reduce_sum(out_kernel)
+        paths = [v.path for v in model.trainable_weights]
+    """)
+    names, keras_names = _variable_names_and_keras(program)
+    assert keras_names == ["hidden/kernel", "hidden/bias", "out/kernel", "out/bias"]
+    assert names == {"hidden/kernel", "hidden/bias", "out_kernel", "out/bias"}, names
+
+
+def test_loop_variables_keep_their_names_when_nothing_names_better():
+    """A loop over tf.Variables the program made without names (TF calls each "Variable"), or
+    over tensors: the loop's name is the only one there is, and stays."""
+    program = src("""
+        import tensorflow as tf
+        for v in [tf.Variable(1.0), tf.Variable(2.0)]:
+            y = v * v
+        for i, t in enumerate([tf.constant(3.0), tf.constant(4.0)]):
+            z = t + 1.0
+        a = tf.Variable(5.0)
+        b = tf.Variable(6.0)
+        for v in [a, b]:
+            q = v * 2.0
+    """)
+    rec, _ = run_recorded(program)
+    assert rec.error is None
+    assert sorted(t.name for t in rec.tensors if t.kind == "variable") == ["a", "b", "v", "v"]
+    assert [t.value for t in rec.tensors if t.name == "t"] == [3.0, 4.0]
 
 
 def test_a_tape_tapeviz_cannot_follow_is_named_in_warnings():

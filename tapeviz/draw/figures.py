@@ -71,7 +71,8 @@ SCALE_LOW, SCALE_HIGH = 0.02, 0.98
 
 def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Optional[str] = None,
              title: Optional[str] = None, visible: Optional[set] = None, current: Optional[str] = None,
-             large_text: bool = False, size: Optional[tuple] = None) -> go.Figure:
+             large_text: bool = False, size: Optional[tuple] = None,
+             chart_width: Optional[float] = None) -> go.Figure:
     """The op graph: edges with arrowheads, one trace per node category, customdata = node id.
 
     flow ({node: norm of d target / d node}) colours nodes by log10 of the norm and
@@ -81,7 +82,9 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     `current` (the step's op) gets its own ring. large_text: labels of LARGE_FONT px.
     Labels that would overlap another label or a marker are left to the hover. size: (width,
     height) in px when the caller knows it (a notebook's figure, a saved picture): labels are
-    placed for that plot, else for the smallest the page draws (PLOT_W).
+    placed for that plot, else for the smallest the page draws (PLOT_W). chart_width: the px
+    width the page's column will stretch the figure to, when it knows it: labels are placed
+    for it, the figure's own width left to the page.
     """
     large = G.number_of_nodes() > LARGE
     svg = G.number_of_nodes() <= SVG_NODES
@@ -90,7 +93,8 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
     shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
     width, height = size if size is not None else (None, chart_height(pos))
-    plot_w = width - MARGIN_W if width is not None else PLOT_W
+    drawn_w = width if width is not None else chart_width     # the figure's, else the page's
+    plot_w = drawn_w - MARGIN_W if drawn_w is not None else PLOT_W
     scale = _log_range(flow) if flow is not None else None
     screen = _Screen(ranges, height - PLOT_MARGIN, plot_w - (COLOUR_BAR_PX if scale is not None else 0))
     edges = [(u, v) for u, v in G.edges if u in shown and v in shown]

@@ -7,13 +7,14 @@ reaches markdown only through messages.py and markdown.literal. Never imports Te
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 import streamlit as st
 
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import charts, editor, messages, opened, session, share, view
+from . import charts, editor, messages, opened, session, share, view, viewport
 from .markdown import literal
 
 
@@ -88,9 +89,10 @@ def chart_points(chart) -> tuple:
     return tuple(str(p.get("customdata")) for p in selection.get("points", []))
 
 
-def show_graph(state, rec: Recording):
+def show_graph(state, rec: Recording, window: Optional[int] = None):
     """The view picker, display switches, the op graph and its step slider; returns
-    (G, flow, figure), or None when the view cannot be drawn."""
+    (G, flow, figure), or None when the view cannot be drawn. window: the browser's width in
+    px when known (page/viewport.py), for the labels' placement."""
     choices = dict(view.view_choices(rec))
     # The view's switches wait in a popover named after what is shown: on a projector the
     # picture comes first, and the lesson's own view is the one the page opens on.
@@ -148,10 +150,11 @@ def show_graph(state, rec: Recording):
         visible = view.revealed(G, current) if k < len(order) else None
         current = current if visible is not None else None
 
+    width = viewport.graph_width(window, bool(st.session_state.get("graph_first")), large)
     view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
-                backward, large, current, picked)
+                backward, large, current, picked, width)
     fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
-                         current=current, large_text=large)
+                         current=current, large_text=large, chart_width=width)
     # The legend is off until asked for; the plot keeps its height, so labels stay placed.
     # The figure is memoised: its drawn margin and height are kept in its meta, set once.
     if not isinstance(fig.layout.meta, dict):

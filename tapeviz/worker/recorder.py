@@ -312,6 +312,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
             on_stopped()
     session.quiet += 1
     try:
+        session.note_loops(code)               # loops of a program whose ops ran elsewhere
         session.scan_namespace(namespace)      # names bound by the program's last lines
     finally:
         session.quiet -= 1

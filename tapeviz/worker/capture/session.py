@@ -56,6 +56,9 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
         self.handle_names: dict = {}     # TF handle id -> the user's name, for variables
         self.variable_names: dict = {}   # TF handle id -> TF's own name ("conv2d/kernel")
         self.trainable: dict = {}        # TF handle id -> the variable's trainable flag
+        self.bindings: dict = {}         # a Python name -> the handle id of the variable it held
+        self.rebound: set = set()        # loop targets, names seen holding two different variables
+        self.loop_codes: dict = {}       # id(code) -> code whose loop targets are in `rebound`
         self.nameable: dict = {}         # id(class) -> (weakref, TENSOR/VARIABLE/""): _name_one
         self.next_op = 0
         self.next_tensor = 0
@@ -102,7 +105,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
         for tf_id, rid in self.tid.items():
             rec = self.tensors.get(rid)
             if rec is not None and rec.kind == VARIABLE:
-                rec.name = rec.name or self.variable_names.get(tf_id)
+                rec.name = self.variable_name(tf_id, rec.name)
                 rec.trainable = self.trainable.get(tf_id, rec.trainable)
         files = self.files.sources(self.source)
         block_ends = {}

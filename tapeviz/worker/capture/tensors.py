@@ -3,8 +3,10 @@ small values), and the user's Python names bound to tensors and variables.
 """
 from __future__ import annotations
 
+import dis
 import inspect
 import math
+import re
 import sys
 import weakref
 from typing import Optional
@@ -88,6 +90,8 @@ def _held_record(rid: int, a, enum: int, producer: Optional[int], line: Optional
                   None, file)
 
 
+_DEFAULT_VARIABLE = re.compile(r"Variable(_\d+)?")   # tf.Variable's name when given none
+
 _KERAS_VARIABLE_INIT = ("keras/src/backend/tensorflow/core.py", "_initialize")
 
 
@@ -105,6 +109,32 @@ def _keras_variable_path(frame, depth: int = 12):
             return path if isinstance(path, str) else None
         frame = frame.f_back
     return None
+
+
+_STORES = {"STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF"}
+
+
+def loop_targets(code) -> frozenset:
+    """The names a `for` statement of `code` binds in turn (`for w in weights`, `for x, y in
+    batches`), read from its bytecode: each FOR_ITER's next item is stored, unpacked or not.
+    These name each thing they held only until a better name is found (see _better)."""
+    names = set()
+    pending = 0
+    for ins in dis.get_instructions(code):
+        if ins.opname == "FOR_ITER":
+            pending = 1
+        elif not pending:
+            continue
+        elif ins.opname == "UNPACK_SEQUENCE":
+            pending += ins.arg - 1
+        elif ins.opname == "UNPACK_EX":              # a, *rest: before, the star, after
+            pending += (ins.arg & 0xFF) + (ins.arg >> 8)
+        elif ins.opname in _STORES:
+            names.add(ins.argval)
+            pending -= 1
+        else:                                        # `for self.x in`: not a plain name
+            pending = 0
+    return frozenset(names)
 
 
 def _forget(table: dict, key: int):
@@ -138,7 +168,9 @@ class TensorsAndNames:
     def scan_names(self, frame) -> None:
         if frame is None:
             return
-        if frame.f_code.co_name == "<module>":
+        code = frame.f_code
+        self.note_loops(code)
+        if code.co_name == "<module>":
             self.scan_namespace(frame.f_globals)
             return
         namespace = frame.f_locals
@@ -147,8 +179,15 @@ class TensorsAndNames:
         finally:
             _forget_snapshot(frame, namespace)
 
+    def note_loops(self, code) -> None:
+        """Count the loop targets of `code` as rebound (see loop_targets), once a code."""
+        if id(code) not in self.loop_codes:          # held: an id is not reused while it is
+            self.loop_codes[id(code)] = code
+            self.rebound.update(loop_targets(code))
+
     def scan_namespace(self, namespace: dict) -> None:
-        """Name the tensors and variables bound in `namespace` (first binding wins)."""
+        """Name the tensors and variables bound in `namespace` (first binding wins, see
+        _better)."""
         try:
             self._scan_namespace(namespace)
         except Exception as e:        # a name is only a label: never fail the program for it
@@ -179,7 +218,7 @@ class TensorsAndNames:
             self.nameable[id(cls)] = (weakref.ref(cls, _forget(self.nameable, id(cls))), kind)
         if kind is TENSOR:
             rec = self.record(self.tid.get(value._id))
-            if rec is not None and rec.name is None:
+            if rec is not None and (rec.name is None or self._better(name, rec.name)):
                 rec.name = name
         elif kind is VARIABLE:
             try:
@@ -187,10 +226,43 @@ class TensorsAndNames:
             except Exception:
                 return
             if isinstance(handle, EagerTensor):
-                self.handle_names.setdefault(handle._id, name)
+                self._note_binding(name, handle._id)
+                if self._better(name, self.handle_names.get(handle._id)):
+                    self.handle_names[handle._id] = name
                 rec = self.tensors.get(self.tid.get(handle._id))
                 if rec is not None:
                     rec.name = self.handle_names[handle._id]
+
+    def _note_binding(self, name: str, tf_id: int) -> None:
+        """Remember which variable `name` holds; a name seen holding another before (`v =
+        layer.kernel` in a loop, a parameter of a function called on several) is `rebound`.
+        Not for tensors: `state = step(state)` names each state it holds rightly."""
+        before = self.bindings.get(name)
+        if before != tf_id:
+            if before is not None:
+                self.rebound.add(name)
+            self.bindings[name] = tf_id
+
+    def _rebound(self, name: str) -> bool:
+        """Was `name` (or the list it indexes: "batch[0]") a loop's target, or seen holding
+        two different things?"""
+        rebound = self.rebound
+        return name in rebound or (name[-1] == "]" and name.partition("[")[0] in rebound)
+
+    def _better(self, name: str, current: Optional[str]) -> bool:
+        """Does `name` replace `current`? The first binding wins, unless it was a name the
+        program rebinds and `name` is not: `for w in weights` must not name every weight `w`,
+        while `for x, y in batches` keeps naming each batch when nothing else does."""
+        return current is None or (self._rebound(current) and not self._rebound(name))
+
+    def variable_name(self, tf_id: int, name: Optional[str]) -> Optional[str]:
+        """A variable's name in the recording: the program's name for it, unless that name
+        was rebound (a loop variable) and TensorFlow or Keras gave it a name of its own
+        ("dense/kernel"; TF's default "Variable" is no one's name)."""
+        if name is not None and not self._rebound(name):
+            return name
+        own = self.variable_names.get(tf_id)
+        return own if own is not None and not _DEFAULT_VARIABLE.fullmatch(own) else name
 
     # -- tensors ---------------------------------------------------------------------------
 
