@@ -1,5 +1,6 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
+from tapeviz import explain
 from tapeviz.draw import graph
 from tapeviz.page import markdown, view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
@@ -41,8 +42,30 @@ def test_opens_on_the_gradient_call_with_the_none_result_and_picks_its_source():
     state = view.opening(rec)
     assert state["view"] == "call:1:0" and state["focus"] == ids["x"] and state["fold"] is True
     (callout,) = view.callouts(rec)
-    assert "`x` is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
-    assert "`tape`" in callout.text and callout.view == "call:1:0"
+    assert "`x`'s gradient is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
+    assert "`tape`" in callout.full and callout.view == "call:1:0"
+
+
+def test_a_none_callout_says_the_reason_and_the_fix_in_short_words():
+    # Three Nones in full took 4-5 lines each and pushed the graph off a 720 px screen: the
+    # callout keeps the reason's kind and its fix, two lines; the whole story stays on hover.
+    rec, ids = wxb()
+    rec.tensor(ids["x"]).dtype = "int32"
+    tp = rec.tapes[0]
+    reason = explain.none_reason(ops=rec.ops, tensors={x.id: x for x in rec.tensors}, tape=tp,
+                                 targets=[ids["z"]], source=ids["x"])
+    tp.gradients[0].results[2].none_reason = reason
+    kind, fix = reason.split(":")[0], reason.split(". ")[-1].split(" (")[0]
+    (callout,) = view.callouts(rec)
+    assert callout.text.startswith("**`x`'s gradient is None** (line 7): ")
+    assert markdown.literal(kind) in callout.text and markdown.literal(fix) in callout.text
+    assert len(callout.text) < 150 < len(callout.full)          # two lines of a 1280 px page
+    assert markdown.literal(reason) in callout.full and "`z`" in callout.full
+    # a reason with no separate fix is short already, and is kept whole
+    assert view.none_short("every gradient on the path to x is None.") == "every gradient on the path to x is None."
+    assert view.none_short("the path left TensorFlow at line 13 (`y = f(x.numpy())`): values. "
+                           "Keep it in TensorFlow ops (tf.square, ...).") == \
+        "the path left TensorFlow at line 13. Keep it in TensorFlow ops."
 
 
 def test_without_a_none_the_outermost_tapes_last_call_is_the_lesson():

@@ -40,15 +40,16 @@ def show_error(rec: Recording) -> None:
 
 def show_callouts(state, problems: list) -> None:
     """None gradients, NaN and Inf, unasked: what a debugging session is about. The first
-    two in full, each with a button that shows its node; more fold into an expander."""
+    two on the page, each in short words with a button that shows its node (the whole
+    story on the button's hover and in the inspector); more fold into an expander."""
     where = st.container()
     for i, callout in enumerate(problems[:8]):
         if i == 2:   # more would push the picture off the screen
             where = st.expander(f"{len(problems) - 2} more: " +
                                 ", ".join(c.text.split("**")[1] for c in problems[2:8]))
-        row = where.columns([4, 1], vertical_alignment="center")   # "Show it" whole at 1024 px
+        row = where.columns([5, 1], vertical_alignment="center")   # "Show it" whole at 1024 px
         row[0].error(callout.text)
-        row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout,
+        row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout, help=callout.full,
                       args=(callout.view, callout.tensor, callout.backward))
 
 

@@ -399,6 +399,25 @@ class Callout:
     line: Optional[int]
     backward: bool = False    # it is among the backward ops: the view must draw them
     file: Optional[str] = None    # the user's file of `line`, when not the program
+    full: Optional[str] = None    # the whole story (markdown), when `text` is its short form
+
+
+# "Create it as a float (tf.constant(3.0)) or ...": an aside in brackets, nested once, or a
+# quoted line: "at line 13 (`y = tf.constant(x.numpy()) * 2.0`)"
+_ASIDE = re.compile(r" \((?:`[^`]*`|(?:[^()`]|\([^()]*\))*)\)")
+_SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z`])")
+
+
+def none_short(reason: str) -> str:
+    """A None reason in short words, the reason and the fix: its kind (the words before its
+    first colon) and its last sentence, asides in brackets dropped. "integer/non-float dtype.
+    Create it as a float or tf.cast it to tf.float32 before the tape uses it." Each callout
+    of a lesson with three Nones then takes two lines, and the graph stays on screen."""
+    sentences = _SENTENCE_END.split(" ".join(reason.split()))
+    kind, colon, _ = sentences[0].partition(": ")
+    if not colon or len(sentences) < 2:
+        return _ASIDE.sub("", reason)
+    return _ASIDE.sub("", f"{kind.rstrip('.')}. {sentences[-1]}")
 
 
 def callouts(rec: Recording) -> list:
@@ -410,12 +429,14 @@ def callouts(rec: Recording) -> list:
                 if r.grad is None:
                     target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
                     source = code(graph.tensor_name(rec, r.source))
-                    where = (f" ({graph.line_words(rec, call.file, call.line)}, {code(names[tp.id])})"
-                             if call.line is not None else "")
-                    reason = literal(r.none_reason or "no reason recorded", 2_000)
-                    out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
-                                       f"{where}: {reason}",
-                                       _call_view(tp, i), r.source, call.line, file=call.file))
+                    at = graph.line_words(rec, call.file, call.line) if call.line is not None else None
+                    where = f" ({at}, {code(names[tp.id])})" if at else ""
+                    reason = r.none_reason or "no reason recorded"
+                    full = (f"**The gradient of {target} with respect to {source} is None**"
+                            f"{where}: {literal(reason, 2_000)}")
+                    out.append(Callout(f"**{source}'s gradient is None**{f' ({at})' if at else ''}: "
+                                       f"{literal(none_short(reason), 400)}",
+                                       _call_view(tp, i), r.source, call.line, file=call.file, full=full))
     for tp in rec.tapes:
         for i, call in enumerate(tp.gradients):
             if call.error is not None:
