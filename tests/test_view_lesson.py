@@ -4,7 +4,7 @@ from tapeviz import explain
 from tapeviz.draw import graph
 from tapeviz.page import markdown, view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
-from test_graph import o, t, wxb
+from test_graph import Builder, o, t, wxb
 from test_graph_lesson import loop
 
 NESTED = """import tensorflow as tf
@@ -83,6 +83,33 @@ def test_a_program_without_a_tape_opens_on_every_op_and_says_why():
     assert view.default_view(rec) == view.ALL_OPS
     assert view.view_choices(rec) == [(view.ALL_OPS, "every op the program ran")]
     assert "no `tf.GradientTape`" in view.no_tape_sentence(rec)
+    assert view.branch_sentence(rec) == ""      # no `if` of this program read a tensor
+
+
+FIZZ = """import tensorflow as tf
+n = tf.constant(9)
+for i in tf.range(3):
+    if int(n % 3) == 0:
+        print("Fizz")
+    elif int(n % 5) == 0:
+        print("Buzz")
+"""
+
+
+def test_python_branching_on_tensors_is_the_lesson_of_a_tapeless_program():
+    # FizzBuzz opens no tape: what it shows is Python reading each tensor's value to
+    # choose a branch, eager mode's dynamic control flow, said before the graph
+    b = Builder()
+    b.rec.source = FIZZ
+    n = b.tensor("n", "constant", value=9, dtype="int32")
+    b.op("Range", [b.tensor(kind="constant", value=3, dtype="int32")], line=3)
+    for line in (4, 6, 4, 6, 4, 6):
+        b.op("FloorMod", [n, b.tensor(kind="constant", value=3, dtype="int32")], line=line)
+    said = view.no_tape_sentence(b.rec)
+    assert said.startswith("Python branched on tensors' values: the `for` on line 3 and the "
+                           "`if`/`elif` on lines 4 and 6 read each result as soon as its op ran.")
+    assert "dynamic control flow" in said and "no `tf.GradientTape`" in said
+    assert "dynamic control flow" in view.sentence(b.rec, view.ALL_OPS)
 
 
 def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():

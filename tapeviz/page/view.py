@@ -504,8 +504,43 @@ def legend_text(rec: Recording, view_key: str) -> str:
 
 
 def no_tape_sentence(rec: Recording) -> str:
+    if branched := branch_sentence(rec):     # then that is the lesson, said first
+        return f"{branched} This program opened no `tf.GradientTape`: below are the ops it ran, with their values."
     return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
             "Below are the ops it ran, with their values.")
+
+
+_CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
+
+
+def branch_sentence(rec: Recording) -> str:
+    """What a program whose Python branches on tensors shows (FizzBuzz): "Python branched on
+    tensors' values: the `for` on line 7 and the `if`/`elif` on lines 9, 11 and 13 read each
+    result as soon as its op ran ...": each op runs when called, so `int(num % 3)` is a number
+    Python can test. "" when no `if`, `elif`, `while` or `for` line of the program ran an op."""
+    lines = rec.source.splitlines()
+    found = {}     # keyword: the lines where it ran an op
+    for op in rec.ops:
+        if op.line and 0 < op.line <= len(lines) and in_program(rec, op.file):
+            if (m := _CONTROL.match(lines[op.line - 1])) is not None:
+                found.setdefault(m.group(1), set()).add(op.line)
+    if not found:
+        return ""
+    parts = []
+    for words in (("for",), ("while",), ("if", "elif")):
+        at = sorted(n for w in words for n in found.get(w, ()))
+        if at:
+            said = "/".join(f"`{w}`" for w in words if w in found)
+            parts.append(f"the {said} on {_lines_words(at)}")
+    return ("Python branched on tensors' values: " + " and ".join(parts) + " read each result "
+            "as soon as its op ran. That is eager mode's dynamic control flow.")
+
+
+def _lines_words(lines: list) -> str:
+    """"line 7", "lines 9 and 11", "lines 9, 11 and 13"."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    return f"lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
 
 
 def opening(rec: Recording) -> dict:
@@ -581,7 +616,7 @@ def sentence(rec: Recording, view_key: str) -> str:
     tape, call = parse_view(view_key)
     names = tape_names(rec)
     if tape is None:
-        return "Every op the program ran, with its values."
+        return " ".join(filter(None, ("Every op the program ran, with its values.", branch_sentence(rec))))
     tp = next(t for t in rec.tapes if t.id == tape)
     n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
