@@ -290,18 +290,29 @@ def test_a_jacobian_says_its_matrix_not_its_norm():
     from tapeviz.recording import FlowEntry, GradResult
     b = Builder()
     x = b.tensor("x", "variable", value=[1.0, 2.0, 3.0], shape=(3,))
-    y = b.op("Mul", [b.read(x), b.read(x)], line=6, name="y")
+    h = b.op("Mul", [b.read(x), b.read(x)], line=6)
+    y = b.op("Mul", [h, b.tensor(kind="constant", value=1.0)], line=7, name="y")
     jac = b.tensor(value=[[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]], shape=(3, 3))
     b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    for op in b.rec.ops:
+        op.tapes = [0]
+    # a jacobian's flow is d sum(y) / d t (the recorder asks for it in a second call)
     b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
                         ops=[op.id for op in b.rec.ops], gradients=[
                             GradientCall(line=9, kind="jacobian", target=[y], sources=[x], results=[GradResult(x, jac)],
-                                         flow=[FlowEntry(x, 7.483)])])]
+                                         flow=[FlowEntry(x, 7.483), FlowEntry(h, 1.732, [1.0, 1.0, 1.0]),
+                                               FlowEntry(y, 1.732, [1.0, 1.0, 1.0])])])]
     said = view.sentence(b.rec, "call:0:0")
     assert said.endswith("the jacobian of `y` with respect to `x` is "
                          + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
     G = graph.build(b.rec, tape=0, call=0)
     assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
+    # y's own d sum(y)/dy is all ones, which read as y's gradient or the jacobian: not drawn;
+    # between x and y the flow is said for what it is, and the legend says so too
+    assert "grad" not in G.nodes[t(y)]["label"] and G.nodes[t(y)]["grad_text"] is None
+    assert G.nodes[t(h)]["grad_text"] == "grad of sum(y) [1, 1, 1]"
+    legend = view.legend_text(b.rec, "call:0:0")
+    assert "sum(y)" in legend.replace("\\", "") and "jacobian" in legend
 
 
 def nested_recording():

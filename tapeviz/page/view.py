@@ -497,6 +497,12 @@ def legend_text(rec: Recording, view_key: str) -> str:
     chosen = graph.gradient_call(rec, tape, call)
     target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
+    if chosen.kind != "gradient":
+        return (f"Each label shows the tensor's value; {sources} also shows its {chosen.kind}, the matrix of "
+                f"∂{target}\\[i\\]/∂{sources}\\[j\\] (its numbers when they fit, else its shape; the sentence "
+                f"above gives them). Between them, **grad of sum({target})** is ∂sum({target})/∂(that tensor): "
+                f"what `tape.gradient` would give, one number per element. Colour is its size (dark purple "
+                f"small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
             f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
             "(dark purple small, yellow large, log scale) and the rim's colour says what kind of node it is; "
