@@ -111,3 +111,24 @@ def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, width, 
         assert graph_text_in_view(page, "gradient None: integer")
         assert_no_exception(page)
         page.screenshot(path=screenshot_path(f"debugger_none_gradients_{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_a_tall_graph_is_drawn_to_fit_the_window(server, width, height):
+    # Nested tapes draw five rows (the inner tape's `y = 1` at the bottom) and FizzBuzz's
+    # folds another five: taller than the room left below the sentence, they were cut at
+    # the window's bottom. The chart now ends there, so every node is on screen.
+    for example in ("higher_order", "fizzbuzz"):
+        with browser_page() as page:
+            arrive(page, f"{server}/?example={example}", width, height)
+            page.wait_for_timeout(1500)       # the page measures the window's room, then redraws
+            assert page.evaluate("window.scrollY") == 0
+            points = page.locator(".st-key-graph .scatterlayer .point")
+            assert points.count() >= 10
+            off = [points.nth(i).bounding_box() for i in range(points.count())
+                   if not points.nth(i).evaluate(IN_VIEW)]
+            assert not off, off
+            if example == "higher_order":
+                assert graph_text_in_view(page, "y = 1")
+            assert_no_exception(page)
+            page.screenshot(path=screenshot_path(f"debugger_{example}_{width}x{height}.png"))

@@ -13,7 +13,7 @@ import streamlit as st
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import charts, editor, messages, opened, session, share, view
+from . import charts, editor, messages, opened, session, share, view, window_room
 from .markdown import literal
 
 
@@ -149,10 +149,12 @@ def show_graph(state, rec: Recording):
         visible = view.revealed(G, current) if k < len(order) else None
         current = current if visible is not None else None
 
+    drawn = figures.chart_height(pos)
+    height = window_room.fitted_height(drawn)     # labels are placed for the height the page draws
     view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
-                backward, large, current, picked)
+                backward, large, current, picked, height)
     fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
-                         current=current, large_text=large)
+                         current=current, large_text=large, size=None if height == drawn else (None, height))
     # The legend is off until asked for; the plot keeps its height, so labels stay placed.
     # The figure is memoised: its drawn margin and height are kept in its meta, set once.
     if not isinstance(fig.layout.meta, dict):
@@ -165,6 +167,7 @@ def show_graph(state, rec: Recording):
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
+    window_room.measure()
     if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
     if calling:

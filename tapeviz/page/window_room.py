@@ -1,0 +1,43 @@
+"""The room a window has for the debugger's graph: the browser measures the px from the
+graph's top on the page to the window's bottom (a Streamlit component, inline JavaScript),
+and the page draws a graph taller than that to end there. Never imports TensorFlow."""
+from __future__ import annotations
+
+import streamlit as st
+
+FIT_MIN_PX = 300     # a graph shorter than this is no longer legible: the page scrolls instead
+# Reports how many px lie between the graph's top on the page and the window's bottom
+# (rounded to 10 px, so a rerun that draws the same page sends nothing new).
+_ROOM_JS = """export default function({ data, setStateValue }) {
+    let timer = null;
+    function measure(tries) {
+        const chart = document.querySelector('.st-key-graph');
+        if (!chart) { if (tries > 0) timer = setTimeout(() => measure(tries - 1), 200); return; }
+        const top = chart.getBoundingClientRect().top + window.scrollY;
+        const room = Math.round((window.innerHeight - top) / 10) * 10;
+        if (room !== data) setStateValue('px', room);
+    }
+    measure(25);
+    const again = () => { clearTimeout(timer); timer = setTimeout(() => measure(0), 300); };
+    window.addEventListener('resize', again);
+    return () => { clearTimeout(timer); window.removeEventListener('resize', again); };
+}"""
+_room = st.components.v2.component("tapeviz_window_room", js=_ROOM_JS)
+
+
+def fitted_height(drawn: int) -> int:
+    """The graph's height: as drawn when the window has room, else ending at the window's
+    bottom (never under FIT_MIN_PX), so the lesson's nodes are on screen on arrival at
+    1280x720 and 1024x768 (higher_order's `y = 1`). The room is the browser's measure
+    from the last run (none yet on the page's first)."""
+    room = (st.session_state.get("window_room") or {}).get("px")
+    if not isinstance(room, (int, float)) or room >= drawn:
+        return drawn
+    return max(FIT_MIN_PX, int(room) - 8)
+
+
+def measure() -> None:
+    """Mounted below the graph: a rerun follows when the measure changes (a new page, a
+    resized window)."""
+    _room(key="window_room", data=(st.session_state.get("window_room") or {}).get("px"),
+          on_px_change=lambda: None)
