@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-FIT_MIN_PX = 300     # a graph shorter than this is no longer legible: the page scrolls instead
+FIT_MIN_PX = 300     # a graph shorter than this is cramped: the page scrolls instead
+MARGIN_PX = 8        # between the graph's bottom and the window's
 # Reports how many px lie between the graph's top on the page and the window's bottom
 # (rounded to 10 px, so a rerun that draws the same page sends nothing new).
 _ROOM_JS = """export default function({ data, setStateValue }) {
@@ -27,13 +28,18 @@ _room = st.components.v2.component("tapeviz_window_room", js=_ROOM_JS)
 
 def fitted_height(drawn: int) -> int:
     """The graph's height: as drawn when the window has room, else ending at the window's
-    bottom (never under FIT_MIN_PX), so the lesson's nodes are on screen on arrival at
-    1280x720 and 1024x768 (higher_order's `y = 1`). The room is the browser's measure
-    from the last run (none yet on the page's first)."""
-    room = (st.session_state.get("window_room") or {}).get("px")
-    if not isinstance(room, (int, float)) or room >= drawn:
+    bottom, so the lesson's nodes are on screen on arrival at 1280x720 and 1024x768
+    (higher_order's `y = 1`). Under FIT_MIN_PX of room (three callouts above it) it keeps
+    its height: squeezed, it would be cramped and still cut. The room is the browser's
+    measure from the last run (none yet on the page's first)."""
+    return fit(drawn, (st.session_state.get("window_room") or {}).get("px"))
+
+
+def fit(drawn: int, room) -> int:
+    """fitted_height's rule, for a measured `room` in px (None: not measured yet)."""
+    if not isinstance(room, (int, float)) or room >= drawn or room - MARGIN_PX < FIT_MIN_PX:
         return drawn
-    return max(FIT_MIN_PX, int(room) - 8)
+    return int(room) - MARGIN_PX
 
 
 def measure() -> None:
