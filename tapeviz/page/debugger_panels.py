@@ -167,7 +167,7 @@ def show_graph(state, rec: Recording):
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
-    window_room.measure()
+    window_room.measure(f"{state.run_id} {key}")
     if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
     if calling:

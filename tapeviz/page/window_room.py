@@ -10,13 +10,14 @@ MARGIN_PX = 8        # between the graph's bottom and the window's
 # Reports how many px lie between the graph's top on the page and the window's bottom
 # (rounded to 10 px, so a rerun that draws the same page sends nothing new).
 _ROOM_JS = """export default function({ data, setStateValue }) {
+    // data: {px: the last measure, page: what is drawn}; a new page re-runs this, measured anew
     let timer = null;
     function measure(tries) {
         const chart = document.querySelector('.st-key-graph');
         if (!chart) { if (tries > 0) timer = setTimeout(() => measure(tries - 1), 200); return; }
         const top = chart.getBoundingClientRect().top + window.scrollY;
         const room = Math.round((window.innerHeight - top) / 10) * 10;
-        if (room !== data) setStateValue('px', room);
+        if (room !== data.px) setStateValue('px', room);
     }
     measure(25);
     const again = () => { clearTimeout(timer); timer = setTimeout(() => measure(0), 300); };
@@ -42,8 +43,9 @@ def fit(drawn: int, room) -> int:
     return int(room) - MARGIN_PX
 
 
-def measure() -> None:
-    """Mounted below the graph: a rerun follows when the measure changes (a new page, a
-    resized window)."""
-    _room(key="window_room", data=(st.session_state.get("window_room") or {}).get("px"),
+def measure(page: str) -> None:
+    """Mounted below the graph: a rerun follows when the measure changes. `page` names what
+    is drawn: another program's callouts move the graph's top, so it is measured again; so
+    is a resized window."""
+    _room(key="window_room", data={"px": (st.session_state.get("window_room") or {}).get("px"), "page": page},
           on_px_change=lambda: None)
