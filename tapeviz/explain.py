@@ -162,7 +162,7 @@ def _not_on_tape(src, name, tape, graph, tensors, lines) -> str:
                     f"a gradient.")
         return (f"no path from the target to {name}: {name} was never used while the tape "
                 f"was recording, so the target does not depend on it (an unconnected source). "
-                f"Use it inside the `with tf.GradientTape()` block to get a gradient.")
+                f"Use it inside the `with tf.GradientTape()` block.")
 
     replaced = _replaced_variable(src, graph, tensors)
     if replaced is not None:

@@ -136,7 +136,10 @@ def test_the_inspector_shows_a_picked_tensor_and_its_line():
 def test_every_none_gradient_is_called_out_unasked():
     at = opened(example="none_gradients")
     called = texts(at.error)
-    assert called.count("is None") == 3 and "never used" in called and "int32" in called
+    assert called.count("is None") == 3 and "no path" in called and "integer" in called
+    # each in short words; the whole story is on its button's hover
+    told = " ".join(b.help or "" for b in at.button if b.label == "Show it")
+    assert "never used" in told and "int32" in told
     assert at.selectbox(key="view").value == "call:0:0"      # the first None's call, its source picked
     assert at.selectbox(key="pick").value is not None
     at = at.button(key="callout1").click().run()

@@ -19,6 +19,14 @@ IN_VIEW = """el => { const r = el.getBoundingClientRect();
     return r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }"""
 
 
+def arrive(page, address: str, width: int, height: int) -> None:
+    """Open `address` in a window of that size and wait until the graph is drawn."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(address)
+    page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
+    page.wait_for_timeout(1500)
+
+
 @pytest.fixture(scope="module")
 def server():
     with streamlit_server() as url:
@@ -29,10 +37,7 @@ def server():
 def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, width, height):
     from tapeviz.page import share
     with browser_page() as page:
-        page.set_viewport_size({"width": width, "height": height})
-        page.goto(f"{server}/?code={share.encode(UNWATCHED)}")
-        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
-        page.wait_for_timeout(1500)
+        arrive(page, f"{server}/?code={share.encode(UNWATCHED)}", width, height)
         assert page.evaluate("window.scrollY") == 0
         # the lesson node: x, whose gradient is None because the tape never watched it
         label = page.locator(".js-plotly-plot .textpoint text", has_text="grad None")
@@ -66,10 +71,7 @@ def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, 
     # which the callout repeats, no longer push the graph below the fold. The persistent tape
     # is asked for dz/dx and dy/dx: both numbers are said as the page opens.
     with browser_page() as page:
-        page.set_viewport_size({"width": width, "height": height})
-        page.goto(f"{server}/?example=nonpersistent_error")
-        page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
-        page.wait_for_timeout(1500)
+        arrive(page, f"{server}/?example=nonpersistent_error", width, height)
         assert page.evaluate("window.scrollY") == 0
         callout = page.locator("[data-testid='stAlert']", has_text="freed its recording").first
         assert callout.evaluate(IN_VIEW)
@@ -86,3 +88,47 @@ def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, 
         assert "grad 6" in text and "grad 108" in text, text
         assert graph_text_in_view(page, "grad 6")
         assert_no_exception(page)
+
+
+# How many lines an alert's text takes, as the browser laid it out.
+LINES = """el => { const p = el.querySelector('p'); const r = p.getBoundingClientRect();
+    return r.height / parseFloat(getComputedStyle(p).lineHeight); }"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, width, height):
+    # Three ways to get a None: each callout says its reason and fix in two lines at most,
+    # so the integer `k`, its "grad None" label and its note are on screen on arrival.
+    with browser_page() as page:
+        arrive(page, f"{server}/?example=none_gradients", width, height)
+        shown = page.locator("[data-testid='stAlert']", has_text="is None")
+        page.screenshot(path=screenshot_path(f"debugger_none_gradients_{width}x{height}.png"))
+        assert shown.count() >= 2
+        for i in range(2):
+            assert shown.nth(i).evaluate(IN_VIEW)
+            assert shown.nth(i).evaluate(LINES) <= 2.2, shown.nth(i).inner_text()
+        assert graph_text_in_view(page, "k = 3")
+        assert graph_text_in_view(page, "gradient None: integer")
+        assert_no_exception(page)
+        page.screenshot(path=screenshot_path(f"debugger_none_gradients_{width}x{height}.png"))
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_a_tall_graph_is_drawn_to_fit_the_window(server, width, height):
+    # Nested tapes draw five rows (the inner tape's `y = 1` at the bottom) and FizzBuzz's
+    # folds another five: taller than the room left below the sentence, they were cut at
+    # the window's bottom. The chart now ends there, so every node is on screen.
+    for example in ("higher_order", "fizzbuzz"):
+        with browser_page() as page:
+            arrive(page, f"{server}/?example={example}", width, height)
+            page.wait_for_timeout(1500)       # the page measures the window's room, then redraws
+            assert page.evaluate("window.scrollY") == 0
+            points = page.locator(".st-key-graph .scatterlayer .point")
+            assert points.count() >= 10
+            off = [points.nth(i).bounding_box() for i in range(points.count())
+                   if not points.nth(i).evaluate(IN_VIEW)]
+            assert not off, off
+            if example == "higher_order":
+                assert graph_text_in_view(page, "y = 1")
+            assert_no_exception(page)
+            page.screenshot(path=screenshot_path(f"debugger_{example}_{width}x{height}.png"))

@@ -1,9 +1,10 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
+from tapeviz import explain
 from tapeviz.draw import graph
 from tapeviz.page import markdown, view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
-from test_graph import o, t, wxb
+from test_graph import Builder, o, t, wxb
 from test_graph_lesson import loop
 
 NESTED = """import tensorflow as tf
@@ -41,8 +42,30 @@ def test_opens_on_the_gradient_call_with_the_none_result_and_picks_its_source():
     state = view.opening(rec)
     assert state["view"] == "call:1:0" and state["focus"] == ids["x"] and state["fold"] is True
     (callout,) = view.callouts(rec)
-    assert "`x` is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
-    assert "`tape`" in callout.text and callout.view == "call:1:0"
+    assert "`x`'s gradient is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
+    assert "`tape`" in callout.full and callout.view == "call:1:0"
+
+
+def test_a_none_callout_says_the_reason_and_the_fix_in_short_words():
+    # Three Nones in full took 4-5 lines each and pushed the graph off a 720 px screen: the
+    # callout keeps the reason's kind and its fix, two lines; the whole story stays on hover.
+    rec, ids = wxb()
+    rec.tensor(ids["x"]).dtype = "int32"
+    tp = rec.tapes[0]
+    reason = explain.none_reason(ops=rec.ops, tensors={x.id: x for x in rec.tensors}, tape=tp,
+                                 targets=[ids["z"]], source=ids["x"])
+    tp.gradients[0].results[2].none_reason = reason
+    kind, fix = reason.split(":")[0], reason.split(". ")[-1].split(" (")[0]
+    (callout,) = view.callouts(rec)
+    assert callout.text.startswith("**`x`'s gradient is None** (line 7): ")
+    assert markdown.literal(kind) in callout.text and markdown.literal(fix) in callout.text
+    assert len(callout.text) < 150 < len(callout.full)          # two lines of a 1280 px page
+    assert markdown.literal(reason) in callout.full and "`z`" in callout.full
+    # a reason with no separate fix is short already, and is kept whole
+    assert view.none_short("every gradient on the path to x is None.") == "every gradient on the path to x is None."
+    assert view.none_short("the path left TensorFlow at line 13 (`y = f(x.numpy())`): values. "
+                           "Keep it in TensorFlow ops (tf.square, ...).") == \
+        "the path left TensorFlow at line 13. Keep it in TensorFlow ops."
 
 
 def test_without_a_none_the_outermost_tapes_last_call_is_the_lesson():
@@ -60,6 +83,33 @@ def test_a_program_without_a_tape_opens_on_every_op_and_says_why():
     assert view.default_view(rec) == view.ALL_OPS
     assert view.view_choices(rec) == [(view.ALL_OPS, "every op the program ran")]
     assert "no `tf.GradientTape`" in view.no_tape_sentence(rec)
+    assert view.branch_sentence(rec) == ""      # no `if` of this program read a tensor
+
+
+FIZZ = """import tensorflow as tf
+n = tf.constant(9)
+for i in tf.range(3):
+    if int(n % 3) == 0:
+        print("Fizz")
+    elif int(n % 5) == 0:
+        print("Buzz")
+"""
+
+
+def test_python_branching_on_tensors_is_the_lesson_of_a_tapeless_program():
+    # FizzBuzz opens no tape: what it shows is Python reading each tensor's value to
+    # choose a branch, eager mode's dynamic control flow, said before the graph
+    b = Builder()
+    b.rec.source = FIZZ
+    n = b.tensor("n", "constant", value=9, dtype="int32")
+    b.op("Range", [b.tensor(kind="constant", value=3, dtype="int32")], line=3)
+    for line in (4, 6, 4, 6, 4, 6):
+        b.op("FloorMod", [n, b.tensor(kind="constant", value=3, dtype="int32")], line=line)
+    said = view.no_tape_sentence(b.rec)
+    assert said.startswith("Python branched on tensors' values: the `for` on line 3 and the "
+                           "`if`/`elif` on lines 4 and 6 read each result as soon as its op ran.")
+    assert "dynamic control flow" in said and "no `tf.GradientTape`" in said
+    assert "dynamic control flow" in view.sentence(b.rec, view.ALL_OPS)
 
 
 def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
@@ -240,18 +290,29 @@ def test_a_jacobian_says_its_matrix_not_its_norm():
     from tapeviz.recording import FlowEntry, GradResult
     b = Builder()
     x = b.tensor("x", "variable", value=[1.0, 2.0, 3.0], shape=(3,))
-    y = b.op("Mul", [b.read(x), b.read(x)], line=6, name="y")
+    h = b.op("Mul", [b.read(x), b.read(x)], line=6)
+    y = b.op("Mul", [h, b.tensor(kind="constant", value=1.0)], line=7, name="y")
     jac = b.tensor(value=[[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]], shape=(3, 3))
     b.rec.source = "\n" * 4 + "with tf.GradientTape(persistent=True) as tape:\n"
+    for op in b.rec.ops:
+        op.tapes = [0]
+    # a jacobian's flow is d sum(y) / d t (the recorder asks for it in a second call)
     b.rec.tapes = [Tape(id=0, line=5, persistent=True, watch_accessed_variables=True, parent=None,
                         ops=[op.id for op in b.rec.ops], gradients=[
                             GradientCall(line=9, kind="jacobian", target=[y], sources=[x], results=[GradResult(x, jac)],
-                                         flow=[FlowEntry(x, 7.483)])])]
+                                         flow=[FlowEntry(x, 7.483), FlowEntry(h, 1.732, [1.0, 1.0, 1.0]),
+                                               FlowEntry(y, 1.732, [1.0, 1.0, 1.0])])])]
     said = view.sentence(b.rec, "call:0:0")
     assert said.endswith("the jacobian of `y` with respect to `x` is "
                          + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
     G = graph.build(b.rec, tape=0, call=0)
     assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
+    # y's own d sum(y)/dy is all ones, which read as y's gradient or the jacobian: not drawn;
+    # between x and y the flow is said for what it is, and the legend says so too
+    assert "grad" not in G.nodes[t(y)]["label"] and G.nodes[t(y)]["grad_text"] is None
+    assert G.nodes[t(h)]["grad_text"] == "grad of sum(y) [1, 1, 1]"
+    legend = view.legend_text(b.rec, "call:0:0")
+    assert "sum(y)" in legend.replace("\\", "") and "jacobian" in legend
 
 
 def nested_recording():

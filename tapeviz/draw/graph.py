@@ -611,6 +611,11 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             if value is not None and (not isinstance(value, list) or _count(value) <= 4):
                 signed[alias(entry.tensor)] = value
     targets = {alias(t) for t in call.target} if call is not None else set()
+    # A jacobian's flow is d sum(target) / d t: said so ("grad of sum(y)"); on the target
+    # itself it is all ones, which read as the jacobian's value, so it is not drawn there.
+    grad = "grad"
+    if call is not None and call.kind != "gradient":
+        grad = f"grad of sum({', '.join(tensor_name(rec, t) for t in call.target)})"
     for node, data in G.nodes(data=True):
         if data["kind"] == "tensor":
             info = as_read.get(data["ref"]) or rec.tensor(data["ref"])
@@ -626,12 +631,14 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             if call is not None:
                 if t in exact:
                     lines.append(grad_words(exact[t], call.kind))
+                elif t in targets and call.kind != "gradient":
+                    pass
                 elif t in signed:
-                    lines.append("grad " + _value_text(signed[t]))
+                    lines.append(f"{grad} " + _value_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
-                    lines.append("size of grad " + number_text(norms[t]))
+                    lines.append(f"size of {grad} " + number_text(norms[t]))
             if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
                 cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
                 lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]

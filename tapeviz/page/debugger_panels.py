@@ -14,7 +14,7 @@ import streamlit as st
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import charts, editor, messages, opened, session, share, view, viewport
+from . import charts, editor, messages, opened, session, share, view, viewport, window_room
 from .markdown import literal
 
 
@@ -41,15 +41,16 @@ def show_error(rec: Recording) -> None:
 
 def show_callouts(state, problems: list) -> None:
     """None gradients, NaN and Inf, unasked: what a debugging session is about. The first
-    two in full, each with a button that shows its node; more fold into an expander."""
+    two on the page, each in short words with a button that shows its node (the whole
+    story on the button's hover and in the inspector); more fold into an expander."""
     where = st.container()
     for i, callout in enumerate(problems[:8]):
         if i == 2:   # more would push the picture off the screen
             where = st.expander(f"{len(problems) - 2} more: " +
                                 ", ".join(c.text.split("**")[1] for c in problems[2:8]))
-        row = where.columns([4, 1], vertical_alignment="center")   # "Show it" whole at 1024 px
+        row = where.columns([5, 1], vertical_alignment="center")   # "Show it" whole at 1024 px
         row[0].error(callout.text)
-        row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout,
+        row[1].button("Show it", key=f"callout{i}", on_click=state.show_callout, help=callout.full,
                       args=(callout.view, callout.tensor, callout.backward))
 
 
@@ -151,10 +152,13 @@ def show_graph(state, rec: Recording, window: Optional[int] = None):
         current = current if visible is not None else None
 
     width = viewport.graph_width(window, bool(st.session_state.get("graph_first")), large)
+    drawn = figures.chart_height(pos)
+    height = window_room.fitted_height(drawn)     # labels are placed for the height the page draws
     view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
-                backward, large, current, picked, width)
+                backward, large, current, picked, width, height)
     fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
-                         current=current, large_text=large, chart_width=width)
+                         current=current, large_text=large, chart_width=width,
+                         size=None if height == drawn else (None, height))
     # The legend is off until asked for; the plot keeps its height, so labels stay placed.
     # The figure is memoised: its drawn margin and height are kept in its meta, set once.
     if not isinstance(fig.layout.meta, dict):
@@ -167,6 +171,7 @@ def show_graph(state, rec: Recording, window: Optional[int] = None):
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
+    window_room.measure(f"{state.run_id} {key}")
     if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
     if calling:

@@ -399,6 +399,25 @@ class Callout:
     line: Optional[int]
     backward: bool = False    # it is among the backward ops: the view must draw them
     file: Optional[str] = None    # the user's file of `line`, when not the program
+    full: Optional[str] = None    # the whole story (markdown), when `text` is its short form
+
+
+# "Create it as a float (tf.constant(3.0)) or ...": an aside in brackets, nested once, or a
+# quoted line: "at line 13 (`y = tf.constant(x.numpy()) * 2.0`)"
+_ASIDE = re.compile(r" \((?:`[^`]*`|(?:[^()`]|\([^()]*\))*)\)")
+_SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z`])")
+
+
+def none_short(reason: str) -> str:
+    """A None reason in short words, the reason and the fix: its kind (the words before its
+    first colon) and its last sentence, asides in brackets dropped. "integer/non-float dtype.
+    Create it as a float or tf.cast it to tf.float32 before the tape uses it." Each callout
+    of a lesson with three Nones then takes two lines, and the graph stays on screen."""
+    sentences = _SENTENCE_END.split(" ".join(reason.split()))
+    kind, colon, _ = sentences[0].partition(": ")
+    if not colon or len(sentences) < 2:
+        return _ASIDE.sub("", reason)
+    return _ASIDE.sub("", f"{kind.rstrip('.')}. {sentences[-1]}")
 
 
 def callouts(rec: Recording) -> list:
@@ -410,12 +429,14 @@ def callouts(rec: Recording) -> list:
                 if r.grad is None:
                     target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
                     source = code(graph.tensor_name(rec, r.source))
-                    where = (f" ({graph.line_words(rec, call.file, call.line)}, {code(names[tp.id])})"
-                             if call.line is not None else "")
-                    reason = literal(r.none_reason or "no reason recorded", 2_000)
-                    out.append(Callout(f"**The gradient of {target} with respect to {source} is None**"
-                                       f"{where}: {reason}",
-                                       _call_view(tp, i), r.source, call.line, file=call.file))
+                    at = graph.line_words(rec, call.file, call.line) if call.line is not None else None
+                    where = f" ({at}, {code(names[tp.id])})" if at else ""
+                    reason = r.none_reason or "no reason recorded"
+                    full = (f"**The gradient of {target} with respect to {source} is None**"
+                            f"{where}: {literal(reason, 2_000)}")
+                    out.append(Callout(f"**{source}'s gradient is None**{f' ({at})' if at else ''}: "
+                                       f"{literal(none_short(reason), 400)}",
+                                       _call_view(tp, i), r.source, call.line, file=call.file, full=full))
     for tp in rec.tapes:
         for i, call in enumerate(tp.gradients):
             if call.error is not None:
@@ -476,6 +497,12 @@ def legend_text(rec: Recording, view_key: str) -> str:
     chosen = graph.gradient_call(rec, tape, call)
     target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
     sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
+    if chosen.kind != "gradient":
+        return (f"Each label shows the tensor's value; {sources} also shows its {chosen.kind}, the matrix of "
+                f"∂{target}\\[i\\]/∂{sources}\\[j\\] (its numbers when they fit, else its shape; the sentence "
+                f"above gives them). Between them, **grad of sum({target})** is ∂sum({target})/∂(that tensor): "
+                f"what `tape.gradient` would give, one number per element. Colour is its size (dark purple "
+                f"small, yellow large, log scale); grey: no gradient reaches it; red: NaN or Inf. " + shapes)
     return (f"Each label shows the tensor's value and, below it, its gradient: **grad** is ∂{target}/∂(that tensor), "
             f"exact and signed for {sources}; elsewhere **size of grad** is how big it is (its L2 norm). Colour is the size of the gradient "
             "(dark purple small, yellow large, log scale) and the rim's colour says what kind of node it is; "
@@ -483,8 +510,43 @@ def legend_text(rec: Recording, view_key: str) -> str:
 
 
 def no_tape_sentence(rec: Recording) -> str:
+    if branched := branch_sentence(rec):     # then that is the lesson, said first
+        return f"{branched} This program opened no `tf.GradientTape`: below are the ops it ran, with their values."
     return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
             "Below are the ops it ran, with their values.")
+
+
+_CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
+
+
+def branch_sentence(rec: Recording) -> str:
+    """What a program whose Python branches on tensors shows (FizzBuzz): "Python branched on
+    tensors' values: the `for` on line 7 and the `if`/`elif` on lines 9, 11 and 13 read each
+    result as soon as its op ran ...": each op runs when called, so `int(num % 3)` is a number
+    Python can test. "" when no `if`, `elif`, `while` or `for` line of the program ran an op."""
+    lines = rec.source.splitlines()
+    found = {}     # keyword: the lines where it ran an op
+    for op in rec.ops:
+        if op.line and 0 < op.line <= len(lines) and in_program(rec, op.file):
+            if (m := _CONTROL.match(lines[op.line - 1])) is not None:
+                found.setdefault(m.group(1), set()).add(op.line)
+    if not found:
+        return ""
+    parts = []
+    for words in (("for",), ("while",), ("if", "elif")):
+        at = sorted(n for w in words for n in found.get(w, ()))
+        if at:
+            said = "/".join(f"`{w}`" for w in words if w in found)
+            parts.append(f"the {said} on {_lines_words(at)}")
+    return ("Python branched on tensors' values: " + " and ".join(parts) + " read each result "
+            "as soon as its op ran. That is eager mode's dynamic control flow.")
+
+
+def _lines_words(lines: list) -> str:
+    """"line 7", "lines 9 and 11", "lines 9, 11 and 13"."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    return f"lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
 
 
 def opening(rec: Recording) -> dict:
@@ -560,7 +622,7 @@ def sentence(rec: Recording, view_key: str) -> str:
     tape, call = parse_view(view_key)
     names = tape_names(rec)
     if tape is None:
-        return "Every op the program ran, with its values."
+        return " ".join(filter(None, ("Every op the program ran, with its values.", branch_sentence(rec))))
     tp = next(t for t in rec.tapes if t.id == tape)
     n = sum(1 for i in tp.ops if (op := rec.op(i)) is not None and op.type != graph.READ_VARIABLE)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
