@@ -32,16 +32,19 @@ def viewer(recording):
         yield url
 
 
-def drawn_boxes(recording, chart_width):
-    """The page's opening view drawn as the page draws it for a chart `chart_width` px wide:
-    (how many labels, how many of its folded-loop and layer boxes are named)."""
+def drawn_boxes(recording, chart_width, height=None):
+    """The page's opening view drawn as the page draws it for a chart `chart_width` px wide
+    (and `height` px tall when the page fitted it to the window: window_room.py): (how many
+    labels, how many of its folded-loop and layer boxes are named)."""
     from tapeviz.draw import figures, graph, layout, overview
     from tapeviz.page import view
     rec = overview.as_recording(json.loads((recording / "run.json").read_text()))
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, tape=tape, call=call, group=graph.opens_grouped(rec))
     flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
-    fig = figures.op_graph(G, layout.layered(G), flow=flow, chart_width=chart_width)
+    pos = layout.layered(G)
+    size = None if height is None or height == figures.chart_height(pos) else (None, height)
+    fig = figures.op_graph(G, pos, flow=flow, chart_width=chart_width, size=size)
     texts = {n: t for tr in fig.data if tr.customdata is not None and tr.text is not None
              for n, t in zip(tr.customdata, tr.text) if t}
     boxes = [n for n, d in G.nodes(data=True) if d.get("kind") in ("repeat", "group")]
@@ -50,14 +53,17 @@ def drawn_boxes(recording, chart_width):
 
 
 def labels_on_page(page, viewer, width, height, graph_first):
-    """(the chart's width as Chromium lays it out, the labels plotly drew) once settled."""
+    """(the chart's width and height as Chromium lays it out, the labels plotly drew) once
+    settled."""
     page.set_viewport_size({"width": width, "height": height})
     page.goto(viewer)
     page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
     if graph_first:
         page.get_by_text("Graph first").click()
     page.wait_for_timeout(3000)         # the width's report, then the redraw it asks for
-    chart = page.evaluate("() => document.querySelector('.js-plotly-plot').getBoundingClientRect().width")
+    chart = page.evaluate("() => { const gd = document.querySelector('.js-plotly-plot');"
+                          " return [gd.getBoundingClientRect().width, gd.layout.height,"
+                          " document.documentElement.clientWidth]; }")   # a scroll bar's width off
     assert_no_exception(page)
     page.screenshot(path=screenshot_path(f"episode_{width}x{height}{'_graph_first' if graph_first else ''}.png"))
     return chart, page.evaluate(LABELS)
@@ -66,14 +72,17 @@ def labels_on_page(page, viewer, width, height, graph_first):
 def test_a_wide_graph_first_page_names_more_boxes_than_a_narrow_one(recording, viewer):
     from tapeviz.page import viewport
     with browser_page() as page:
-        wide_chart, wide_labels = labels_on_page(page, viewer, 1600, 1000, graph_first=True)
+        (wide_chart, wide_h, wide_w), wide_labels = labels_on_page(page, viewer, 1600, 1000, graph_first=True)
     with browser_page() as page:
-        narrow_chart, narrow_labels = labels_on_page(page, viewer, 1280, 720, graph_first=False)
+        (narrow_chart, narrow_h, narrow_w), narrow_labels = labels_on_page(page, viewer, 1280, 720, graph_first=False)
     # The column's width the page computes is the one Chromium lays the chart out at
-    for chart, (width, first) in ((wide_chart, (1600, True)), (narrow_chart, (1280, False))):
+    for chart, (width, first) in ((wide_chart, (wide_w, True)), (narrow_chart, (narrow_w, False))):
         assert abs(viewport.graph_width(width, first, False) - chart) < 12, (width, first, chart)
     # and the labels drawn are those placed for it, not for the narrowest chart (PLOT_W)
-    wide = drawn_boxes(recording, viewport.graph_width(1600, True, False))
-    narrow = drawn_boxes(recording, viewport.graph_width(1280, False, False))
-    assert (wide_labels, narrow_labels) == (wide[0], narrow[0])
+    wide = drawn_boxes(recording, viewport.graph_width(wide_w, True, False), wide_h)
+    assert wide_labels == wide[0]
+    # The narrow page's graph is also fitted to the window's height (window_room.py), so its
+    # labels are checked against the wide page's, not recomputed.
+    narrow = drawn_boxes(recording, viewport.graph_width(narrow_w, False, False), narrow_h)
+    assert narrow_labels < wide_labels
     assert wide[1] > narrow[1] and wide[0] > drawn_boxes(recording, None)[0]
