@@ -136,6 +136,11 @@ def test_inspect_this_step_opens_the_debugger_on_the_recorded_step():
     live = not run.job.done
     press(at, "Inspect this step")
     assert not at.exception, at.exception
+    if live and run.snapshot is None:
+        # A one-epoch run on a loaded machine can end between the check and the press: the
+        # page then opens the start's step, as for a run that was over.
+        assert run.job.done
+        live = False
     if live:     # the step the run takes next: its weights, Adam's state and batch
         assert run.snapshot is not None and "error" not in run.snapshot
         assert at.session_state[debugger_state.KEY].source == run.snapshot["step_program"]
