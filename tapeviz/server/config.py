@@ -82,14 +82,12 @@ class Config:
                             open_files=int(env.get("TAPEVIZ_OPEN_FILES", 256)))
         else:
             limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)))
-        # Hosted: two run slots per core. A class's programs are tiny, and under thirty
-        # pages' load a forked job's slot is mostly waiting (the zygote's forks, the busy
-        # server's threads), not CPU: 4 slots on 2 cores gave the pages' own Run -> drawn a
-        # p95 of 8.8 s where 2 gave 10.8-12.0 s (bench/hosted_load.py --browsers 30). And
-        # one forked worker ready per slot (about 13 MiB of its own each), so a burst of
-        # Runs does not wait in its slot for a fork and TensorFlow's context.
-        slots = 2 * len(os.sched_getaffinity(0)) if mode == "hosted" else 2
-        workers = int(env.get("TAPEVIZ_WORKERS", slots))
+        # Hosted: one forked worker ready per run slot (about 13 MiB of its own each), so a
+        # burst of Runs does not wait in its slot for a fork and TensorFlow's context. (More
+        # slots than cores did not shorten thirty pages' waits: 4 and 8 slots on 2 cores gave
+        # p95s of 8.8-16.7 s and 16.7 s against 2 slots' 10.8-13.9 s, bench/hosted_load.py
+        # --browsers 30, within the waves' spread.)
+        workers = int(env.get("TAPEVIZ_WORKERS", 2))
         return cls(mode=mode, workers=workers,
                    warm=int(env.get("TAPEVIZ_WARM", workers if mode == "hosted" else 1)),
                    training=int(env.get("TAPEVIZ_TRAINING_JOBS", 1)), limits=limits,
