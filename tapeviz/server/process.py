@@ -86,7 +86,8 @@ class Worker:
         self.cgroup = cgroups.make(memory) if cgroups is not None and memory else None
         try:
             self.proc = self._fork(config, zygote, bwrap) or self._spawn(config, bwrap)
-            self.zygote_sandboxed = not isinstance(self.proc, subprocess.Popen) and zygote.sandboxed
+            # forked into walls: its job ran in a pid namespace of its own
+            self.own_pid_namespace = not isinstance(self.proc, subprocess.Popen) and zygote.sandboxed
         except BaseException:
             if self.cgroup is not None:
                 self.cgroup.remove()
@@ -216,7 +217,7 @@ class Worker:
             self.proc.wait(timeout=5)
             # Forked into its walls, the job ran in its own pid namespace, which ends
             # (every process in it reaped) before the first process's exit is seen.
-            gone = self.zygote_sandboxed
+            gone = self.own_pid_namespace
         except subprocess.TimeoutExpired:
             gone = False
         if self.uids is not None:

@@ -245,10 +245,8 @@ class UidPool:
         # is swept once, here, and a uid again only when it may hold something.
         self._clean: set = set()
         if self.available():
-            held = {}
-            for pid, uid in _process_uids():
-                held.setdefault(uid, []).append(pid)
-            self._clean = {uid for uid in range(base, base + count) if uid not in held}
+            busy = {uid for _, uid in _process_uids()}
+            self._clean = set(range(base, base + count)) - busy
         self._me = str(os.getpid()).encode()
 
     @staticmethod
