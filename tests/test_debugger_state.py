@@ -71,6 +71,11 @@ def test_the_bare_address_runs_the_first_example_and_a_bad_one_says_so():
     bad.start_from_url({"example": "no_such_example"})
     assert "no example called" in bad.url_problem and not bad.pending
     assert bad.source == editor.example_code(examples.names()[0])
+    # said on every redraw until the next run: the page reruns on its own
+    bad.edited("a = 1\n", submitted=True)
+    assert "no example called" in bad.url_problem
+    bad.start_run(lambda link: (lambda source, **_: {}), lambda owner: None)
+    assert bad.url_problem is None
 
 
 def test_a_code_link_runs_its_code_and_a_cut_one_says_why():

@@ -106,13 +106,11 @@ with left:
                          type=["json"], key="open_file", on_change=open_upload)
         if state.open_problem:
             st.error(state.open_problem)
-            state.open_problem = None
     if state.opened_name:
         st.caption(messages.opened_caption(state.opened_name, state.rec))
 
 if state.url_problem:
     top.warning(state.url_problem)
-    state.url_problem = None
 rec = state.rec
 
 

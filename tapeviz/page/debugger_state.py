@@ -77,8 +77,10 @@ class DebuggerState:
         self.rec_dict: Optional[dict] = None    # as recorded, for the ⬇ Recording button
         self.run_id = 0                     # a new one per recording: the drawing memo's key
         self.run_status: Optional[tuple] = None  # (markdown, "complete" or "error")
-        self.url_problem: Optional[str] = None   # markdown, said once
-        self.open_problem: Optional[str] = None  # markdown, said once
+        # Said until the next run or file: the page reruns on its own (a widget's report of
+        # the window), and a warning cleared once shown was gone before it was read.
+        self.url_problem: Optional[str] = None   # markdown
+        self.open_problem: Optional[str] = None  # markdown
         self.opened_name: Optional[str] = None   # the file shown, when opened, not run
         self.focus: Optional[int] = None    # a tensor to pick once the graph is built
         self.unfold: list = []              # folded repeats unfolded by a button
@@ -143,7 +145,7 @@ class DebuggerState:
         if not self.pending:
             return None
         link, self.pending, self.link_run = self.link_run, False, False
-        self.opened_name = None
+        self.opened_name = self.url_problem = self.open_problem = None
         old, self.job = self.job, None
         if old is not None and not old.done.is_set():
             cancel(self.owner)
@@ -213,6 +215,7 @@ class DebuggerState:
 
     # -- a recording made elsewhere (`tapeviz record`, `tapeviz view`, ⬇ Recording) --------
     def open_bytes(self, data: bytes, name: str) -> None:
+        self.open_problem = None
         try:
             rec, recorded = opened.read_recording(data, name)
         except ValueError as exc:
