@@ -58,7 +58,9 @@ def test_view_opens_the_recording_and_shows_each_nodes_own_file(viewer, recordin
         pick_node(page, "Tanh")
         line = line_of(folder, "trainer/model.py", "tf.tanh")
         page.wait_for_selector(f"text=line {line} of trainer/model.py", timeout=30_000)
-        assert "return tf.tanh(z + self.b)" in page.inner_text("body")
+        # the excerpt from that file (polled: the page may be redrawing it)
+        page.wait_for_function("() => document.body.innerText.includes('return tf.tanh(z + self.b)')",
+                               timeout=30_000)
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
             page.get_by_text(f"line {line} of trainer/model.py").scroll_into_view_if_needed()
