@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -23,6 +24,28 @@ WAIT_MS = 180_000    # the first run imports TensorFlow in a fresh worker
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+
+
+# What a failed browser test left, for its report (tests/conftest.py prints it): the open
+# pages and the live servers' logs. A hang seen once in CI under load is then readable.
+OPEN_PAGES: list = []
+SERVER_LOGS: list = []
+FAILED: list = []            # (title, text) of pages and servers an exception closed
+
+
+def page_state(page) -> tuple:
+    """The page's address and text, or why they could not be read."""
+    try:
+        script = page.evaluate("""() => { const app = document.querySelector('[data-test-script-state]');
+            return app ? app.getAttribute('data-test-script-state') : 'no app element'; }""")
+        return page.url, f"script: {script}", page.inner_text("body", timeout=5_000)[-4_000:]
+    except Exception as exc:  # noqa: BLE001 - a crashed page: say so in the report
+        return getattr(page, "url", "?"), f"(could not read the page: {exc})", ""
+
+
+def log_tail(path: str) -> str:
+    with open(path, errors="replace") as log:
+        return "".join(log.readlines()[-60:])
 
 
 def screenshot_path(name: str) -> str:
@@ -52,11 +75,13 @@ def streamlit_server(env=None):
 def served(command, cwd=ROOT, env=None):
     """The URL of the app that `command(port)` starts, while it runs (e.g. `tapeviz view`)."""
     port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="tapeviz-server-", suffix=".log")
     proc = subprocess.Popen(
-        command(port), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        command(port), cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
         env={**os.environ, **(env or {})},
         start_new_session=True)    # its own process group: teardown kills its workers too
     url = f"http://127.0.0.1:{port}"
+    SERVER_LOGS.append(log.name)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -68,22 +93,33 @@ def served(command, cwd=ROOT, env=None):
                     pytest.fail("streamlit did not start")
                 time.sleep(0.3)
         yield url
+    except BaseException:
+        FAILED.append(("server log (tail)", log_tail(log.name)))
+        raise
     finally:
+        SERVER_LOGS.remove(log.name)
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        log.close()
 
 
 @contextlib.contextmanager
 def browser_page():
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        OPEN_PAGES.append(page)
         try:
-            yield browser.new_page(viewport=VIEWPORT)
+            yield page
+        except BaseException:
+            FAILED.append(("page when the test failed", "\n".join(page_state(page))))
+            raise
         finally:
+            OPEN_PAGES.remove(page)
             browser.close()
 
 

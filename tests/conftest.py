@@ -75,3 +75,20 @@ def _watch(item):
 pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_watch)
 pytest_runtest_call = pytest.hookimpl(wrapper=True)(_watch)
 pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_watch)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report carries what the page showed and the server's log
+    tail: a wait that timed out says what the page was doing instead."""
+    report = yield
+    util = sys.modules.get("browser_util")
+    if util is None or call.when != "call":
+        return report
+    closed, util.FAILED[:] = list(util.FAILED), []
+    if report.failed:
+        report.sections += closed
+        report.sections += [("page when the test failed", "\n".join(util.page_state(page)))
+                            for page in util.OPEN_PAGES]
+        report.sections += [("server log (tail)", util.log_tail(path)) for path in util.SERVER_LOGS]
+    return report
