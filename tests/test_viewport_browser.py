@@ -34,7 +34,7 @@ def viewer(recording):
 
 def drawn_boxes(recording, chart_width, height=None):
     """The page's opening view drawn as the page draws it for a chart `chart_width` px wide
-    (and `height` px tall when the page fitted it to the window: window_room.py): (how many
+    (and `height` px tall when the page fitted it to the window): (how many
     labels, how many of its folded-loop and layer boxes are named)."""
     from tapeviz.draw import figures, graph, layout, overview
     from tapeviz.page import view
@@ -81,7 +81,7 @@ def test_a_wide_graph_first_page_names_more_boxes_than_a_narrow_one(recording, v
     # and the labels drawn are those placed for it, not for the narrowest chart (PLOT_W)
     wide = drawn_boxes(recording, viewport.graph_width(wide_w, True, False), wide_h)
     assert wide_labels == wide[0]
-    # The narrow page's graph is also fitted to the window's height (window_room.py), so its
+    # The narrow page's graph is also fitted to the window's height, so its
     # labels are checked against the wide page's, not recomputed.
     narrow = drawn_boxes(recording, viewport.graph_width(narrow_w, False, False), narrow_h)
     assert narrow_labels < wide_labels

@@ -10,7 +10,7 @@ import streamlit as st
 
 from tapeviz import examples, explain
 from tapeviz.page import debugger_panels as panels
-from tapeviz.page import debugger_state, editor, messages, mode, opened, session, view, viewport
+from tapeviz.page import debugger_state, editor, messages, mode, opened, session, view
 from tapeviz.page.markdown import literal
 
 st.html("""<style>
@@ -22,7 +22,7 @@ st.html("""<style>
 [data-testid="stAlertContainer"] p {font-size: .92rem; line-height: 1.35;}
 /* Streamlit's captions, pale grey at 60% opacity, fade on a projector */
 [data-testid="stCaptionContainer"] {color: #3a3a3a !important; opacity: 1 !important;}
-.st-key-viewport {display: none;}   /* the window-width reporter (page/viewport.py) */
+.st-key-viewport {display: none;}   /* the window's reporter (page/viewport.py) */
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     st.html("<style>html {font-size: 125%;}</style>")
@@ -78,8 +78,6 @@ if state.start_run(run_for, lambda owner: session.runner().cancel(owner)) is not
 # graph; the code beside it. At 1280x720 and 1024x768 both are on screen on arrival.
 head, big, flip, walls = st.columns([2.2, 1.3, 1.3, 2], vertical_alignment="center")
 head.markdown("**Tape debugger**")
-with head:
-    window = viewport.window_width()     # the graph's labels are placed for its real width
 big.toggle("Large text", key="large_text", help="For a projector: bigger letters and labels everywhere.")
 flip.toggle("Graph first", key="graph_first", help="Put the graph on the left, wider, and the code beside it.")
 with walls:
@@ -154,7 +152,7 @@ with right:
 with right:
     if rec.error is not None:
         panels.show_error(rec)
-    drawn = panels.show_graph(state, rec, window) if rec.ops else None
+    drawn = panels.show_graph(state, rec) if rec.ops else None
     if drawn is not None:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:

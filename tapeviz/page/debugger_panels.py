@@ -7,14 +7,13 @@ reaches markdown only through messages.py and markdown.literal. Never imports Te
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import streamlit as st
 
 from .. import printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import charts, editor, messages, opened, session, share, view, viewport, window_room
+from . import charts, editor, messages, opened, session, share, view, viewport
 from .markdown import literal
 
 
@@ -90,10 +89,10 @@ def chart_points(chart) -> tuple:
     return tuple(str(p.get("customdata")) for p in selection.get("points", []))
 
 
-def show_graph(state, rec: Recording, window: Optional[int] = None):
+def show_graph(state, rec: Recording):
     """The view picker, display switches, the op graph and its step slider; returns
-    (G, flow, figure), or None when the view cannot be drawn. window: the browser's width in
-    px when known (page/viewport.py), for the labels' placement."""
+    (G, flow, figure), or None when the view cannot be drawn. Its labels are placed for the
+    chart's width and height in the browser's window, once reported (page/viewport.py)."""
     choices = dict(view.view_choices(rec))
     # The view's switches wait in a popover named after what is shown: on a projector the
     # picture comes first, and the lesson's own view is the one the page opens on.
@@ -151,9 +150,9 @@ def show_graph(state, rec: Recording, window: Optional[int] = None):
         visible = view.revealed(G, current) if k < len(order) else None
         current = current if visible is not None else None
 
-    width = viewport.graph_width(window, bool(st.session_state.get("graph_first")), large)
+    width = viewport.graph_width(viewport.window_width(), bool(st.session_state.get("graph_first")), large)
     drawn = figures.chart_height(pos)
-    height = window_room.fitted_height(drawn)     # labels are placed for the height the page draws
+    height = viewport.fitted_height(drawn)     # labels are placed for the height the page draws
     view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
                 backward, large, current, picked, width, height)
     fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
@@ -171,7 +170,7 @@ def show_graph(state, rec: Recording, window: Optional[int] = None):
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
-    window_room.measure(f"{state.run_id} {key}")
+    viewport.measure(f"{state.run_id} {key}")
     if not calling and tape is not None:
         st.caption(view.tape_summary(rec, tape))
     if calling:

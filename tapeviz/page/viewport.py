@@ -1,26 +1,36 @@
-"""How wide the browser draws the debugger's graph: the window's width, reported by a tiny
-component, and the graph column's share of it, so labels are placed for the chart the
-person sees rather than for the narrowest one (figures.PLOT_W)."""
+"""The browser window as the debugger's graph meets it, reported by one hidden component
+mounted below the graph: the window's width, so labels are placed for the chart the person
+sees rather than the narrowest one (figures.PLOT_W); and the room from the graph's top to
+the window's bottom, so a taller graph is drawn to end there and the lesson's nodes are on
+screen on arrival at 1280x720 and 1024x768. Both come in one report: a page's first draw
+reruns once for them, not once each. Never imports TensorFlow."""
+from __future__ import annotations
+
 from typing import Optional
 
 import streamlit as st
 
-# Reports the window's width (without its scroll bar) on mount, and again after a resize that changes it by a column's
-# worth of labels (each report is a rerun; a drag of the window's edge is many resizes).
-_JS = """
-export default function(component) {
-    const { setStateValue } = component;
-    let sent = 0, timer = null;
-    const report = () => {
+KEY = "viewport"
+# Measures once the graph is on the page, and again after a resize. Sends only what Python
+# does not know yet: a width off by a column's worth of labels (a drag of the window's
+# edge is many resizes, each report a rerun), or room off by 10 px.
+_JS = """export default function({ data, setStateValue }) {
+    // data: {seen: the last report Python has, page: what is drawn}; a new page re-runs this
+    let timer = null;
+    function measure(tries) {
+        const chart = document.querySelector('.st-key-graph');
+        if (!chart) { if (tries > 0) timer = setTimeout(() => measure(tries - 1), 200); return; }
         const width = Math.round(document.documentElement.clientWidth);
-        if (Math.abs(width - sent) >= 40) { sent = width; setStateValue("width", width); }
-    };
-    const later = () => { clearTimeout(timer); timer = setTimeout(report, 400); };
-    report();
-    window.addEventListener("resize", later);
-    return () => { window.removeEventListener("resize", later); clearTimeout(timer); };
-}
-"""
+        const top = chart.getBoundingClientRect().top + window.scrollY;
+        const room = Math.round((window.innerHeight - top) / 10) * 10;
+        const seen = data.seen || {};
+        if (room !== seen.room || !(Math.abs(width - seen.width) < 40)) setStateValue('window', {width, room});
+    }
+    measure(25);
+    const again = () => { clearTimeout(timer); timer = setTimeout(() => measure(0), 400); };
+    window.addEventListener('resize', again);
+    return () => { clearTimeout(timer); window.removeEventListener('resize', again); };
+}"""
 _REPORTER = st.components.v2.component("tapeviz_viewport", js=_JS)
 
 PADDING_REM = 1.5            # .block-container's side padding (views/debugger.py's CSS)
@@ -28,12 +38,19 @@ GAP_REM = 2.0                # st.columns(gap="medium") between the code and the
 REM_PX, LARGE_REM_PX = 16, 20   # Large text sets html's font-size to 125%
 # The graph column's share of the row: st.columns([7, 4]) graph first, else [5, 7]
 GRAPH_FIRST_SHARE, GRAPH_SECOND_SHARE = 7 / 11, 7 / 12
+FIT_MIN_PX = 300     # a graph shorter than this is cramped: the page scrolls instead
+MARGIN_PX = 8        # between the graph's bottom and the window's
+
+
+def _reported() -> dict:
+    """The browser's last report ({} before the first)."""
+    reported = (st.session_state.get(KEY) or {}).get("window")
+    return reported if isinstance(reported, dict) else {}
 
 
 def window_width() -> Optional[int]:
-    """The browser window's width in px, once its report has come back (None before)."""
-    width = _REPORTER(key="viewport", default={"width": None}, height=0,
-                      on_width_change=lambda: None).width
+    """The browser window's width in px, once reported (None before)."""
+    width = _reported().get("width")
     return int(width) if isinstance(width, (int, float)) and 200 <= width <= 20_000 else None
 
 
@@ -45,3 +62,25 @@ def graph_width(window: Optional[int], graph_first: bool, large_text: bool) -> O
     rem = LARGE_REM_PX if large_text else REM_PX
     row = window - 2 * PADDING_REM * rem - GAP_REM * rem
     return int(row * (GRAPH_FIRST_SHARE if graph_first else GRAPH_SECOND_SHARE))
+
+
+def fitted_height(drawn: int) -> int:
+    """The graph's height: as drawn when the window has room, else ending at the window's
+    bottom (the room is the browser's measure from the last run, none yet on the first)."""
+    return fit(drawn, _reported().get("room"))
+
+
+def fit(drawn: int, room) -> int:
+    """fitted_height's rule for a measured `room` in px (None: not measured yet). Under
+    FIT_MIN_PX of room (three callouts above the graph) the graph keeps its height:
+    squeezed, it would be cramped and still cut."""
+    if not isinstance(room, (int, float)) or room >= drawn or room - MARGIN_PX < FIT_MIN_PX:
+        return drawn
+    return int(room) - MARGIN_PX
+
+
+def measure(page: str) -> None:
+    """Mounted below the graph: a rerun follows when the window's report changes. `page`
+    names what is drawn: another program's callouts move the graph's top, so it is
+    measured again; so is a resized window."""
+    _REPORTER(key=KEY, data={"seen": _reported(), "page": page}, height=0, on_window_change=lambda: None)
