@@ -231,6 +231,29 @@ def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
         plain.stderr[-5000:]), "what the recording stores is bounded, and says so"
 
 
+def test_a_misspelt_name_is_reported_with_pythons_suggestion_as_plainly(tmp_path):
+    """Python 3.11 adds "Did you mean: ...?" to an AttributeError or NameError in its own
+    display, not in the traceback module: a recorded program's misspelt Keras name (a real
+    Keras 2 program's `tf.keras.losses.mean_squared_error` under Keras 3), raised inside a
+    recorded tape and chained to an earlier NameError, reads as plain Python prints it."""
+    main = src("""
+        import tensorflow as tf
+        weights = tf.Variable([1.0, 2.0])
+        try:
+            totl = 0
+            print(totall)
+        except NameError:
+            with tf.GradientTape() as tape:
+                loss = tf.keras.losses.mean_squared_eror(weights, weights * 2.0)
+    """)
+    plain = plain_run(tmp_path, "main.py", main)
+    assert plain.returncode == 1 and "Did you mean: 'totl'?" in plain.stderr
+    assert "Did you mean: 'MeanSquaredError'?" in plain.stderr
+    recorded = cli_record(tmp_path, "main.py")
+    assert recorded.returncode == plain.returncode and recorded.stdout == plain.stdout
+    assert program_part(plain.stderr) in program_part(recorded.stderr), recorded.stderr[-3000:]
+
+
 # -- never substitute data ----------------------------------------------------------------------
 
 LOAD = src("""
