@@ -231,6 +231,69 @@ def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
         plain.stderr[-5000:]), "what the recording stores is bounded, and says so"
 
 
+def test_a_misspelt_name_is_reported_with_pythons_suggestion_as_plainly(tmp_path):
+    """Python 3.11 adds "Did you mean: ...?" to an AttributeError or NameError in its own
+    display, not in the traceback module: a recorded program's misspelt Keras name (a real
+    Keras 2 program's `tf.keras.losses.mean_squared_error` under Keras 3), raised inside a
+    recorded tape and chained to an earlier NameError, reads as plain Python prints it."""
+    main = src("""
+        import tensorflow as tf
+        weights = tf.Variable([1.0, 2.0])
+        try:
+            totl = 0
+            print(totall)
+        except NameError:
+            with tf.GradientTape() as tape:
+                loss = tf.keras.losses.mean_squared_eror(weights, weights * 2.0)
+    """)
+    plain = plain_run(tmp_path, "main.py", main)
+    assert plain.returncode == 1 and "Did you mean: 'totl'?" in plain.stderr
+    assert "Did you mean: 'MeanSquaredError'?" in plain.stderr
+    recorded = cli_record(tmp_path, "main.py")
+    assert recorded.returncode == plain.returncode and recorded.stdout == plain.stdout
+    assert program_part(plain.stderr) in program_part(recorded.stderr), recorded.stderr[-3000:]
+
+
+FIT_ON_ARRAYS = src("""
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(32, 3)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)   # Keras maps the arrays' batches
+    doubled = tf.data.Dataset.from_tensor_slices(x).map(lambda row: row * 2.0)
+    print(len(history.history["loss"]), [round(float(v), 1) for v in next(iter(doubled))])
+""")
+
+
+def recorded_eagerly(tmp_path, name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tapeviz", "record", "--eager", "-o", "run.json",
+                           name], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_eager_adds_no_warning_of_tf_data_to_stderr(tmp_path):
+    """tf.data warns on stderr when it traces a dataset function while tf.functions run
+    eagerly, and fit() on NumPy arrays traces one: `record --eager` must not add that warning
+    to a program's stderr. The reference is the program run plainly; the train step is still
+    recorded."""
+    plain = plain_run(tmp_path, "fit.py", FIT_ON_ARRAYS)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    recorded = recorded_eagerly(tmp_path, "fit.py")
+    assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr[-2000:]
+    said = program_part(recorded.stderr)
+    assert said.startswith(program_part(plain.stderr)) and "tapeviz record: ok" in said
+    assert said.count("\n") == program_part(plain.stderr).count("\n") + 1, said
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert len(data["tapes"]) == 4 * 2, "one tape per step of fit(), its ops recorded"
+    ops = {op["id"]: op["type"] for op in data["ops"]}
+    assert "MatMul" in {ops.get(i) for i in data["tapes"][-1]["ops"]}
+
+
 # -- never substitute data ----------------------------------------------------------------------
 
 LOAD = src("""

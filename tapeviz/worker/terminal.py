@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
+import types
 from pathlib import Path
 from typing import Optional
 
@@ -72,9 +72,11 @@ def opened(program: Optional[dict]) -> Shown:
 
 def print_uncaught(exc: BaseException, filename: str, stream) -> None:
     """What Python prints when the program ends with `exc` uncaught, written to `stream`
-    (the program's stderr): its own sys.excepthook if it set one, else the traceback
-    without tapeviz's frames (the worker's `exec` of the program, the instrumented tape's
-    methods), so that it reads as the plain run's does."""
+    (the program's stderr): its own sys.excepthook if it set one, else Python's own display
+    given tracebacks without tapeviz's frames (the worker's `exec` of the program, the
+    instrumented tape's methods), so that it reads as the plain run's does. Python 3.11's
+    display, not the traceback module, adds "Did you mean: 'MeanSquaredError'?" to an
+    AttributeError or NameError."""
     if isinstance(exc, SystemExit):
         code = exc.code
         if code is not None and not isinstance(code, int):
@@ -84,18 +86,41 @@ def print_uncaught(exc: BaseException, filename: str, stream) -> None:
         if sys.excepthook is not sys.__excepthook__:
             sys.excepthook(type(exc), exc, exc.__traceback__)
             return
-        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
-        _without_tapeviz(te, set())
-        stream.write("".join(te.format()))
+        chain = _chained(exc, [])
+        held = [(e, e.__traceback__) for e in chain]
+        shown, sys.stderr = sys.stderr, stream
+        try:
+            for e, tb in held:
+                e.__traceback__ = _without_tapeviz(tb)
+            sys.__excepthook__(type(exc), exc, exc.__traceback__)
+        finally:     # the exceptions are the program's: their tracebacks are given back
+            sys.stderr = shown
+            for e, tb in held:
+                e.__traceback__ = tb
     except Exception:               # the traceback is the program's; tapeviz's failure is not
         pass
 
 
-def _without_tapeviz(te: traceback.TracebackException, seen: set) -> None:
-    if id(te) in seen:
-        return
-    seen.add(id(te))
-    te.stack[:] = [f for f in te.stack if not f.filename.startswith(_TAPEVIZ_WORKER)]
-    for chained in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
-        if chained is not None:
-            _without_tapeviz(chained, seen)
+def _chained(exc: BaseException, found: list) -> list:
+    """`exc` and every exception Python's display prints with it (causes, contexts, a
+    group's members), each once."""
+    if any(e is exc for e in found):
+        return found
+    found.append(exc)
+    for other in (exc.__cause__, exc.__context__, *(getattr(exc, "exceptions", None) or ())):
+        if isinstance(other, BaseException):
+            _chained(other, found)
+    return found
+
+
+def _without_tapeviz(tb: Optional[types.TracebackType]) -> Optional[types.TracebackType]:
+    """A traceback of the same frames, lines and positions, less tapeviz's worker frames."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_TAPEVIZ_WORKER):
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
