@@ -11,11 +11,26 @@ from tapeviz.page import debugger_state, editor, share
 
 pytestmark = pytest.mark.slow   # every page opened here runs its program in a real worker
 
-# Before the page's Runner exists (st.cache_resource): a short limit keeps the timeout test short.
-os.environ.setdefault("TAPEVIZ_TIMEOUT_S", "5")
-
 APP = str(pathlib.Path(__file__).resolve().parents[1] / "app.py")
 TIMEOUT = 120    # a cold worker imports TensorFlow first; on a busy 2-core machine that is slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def short_time_limit():
+    """A 5 s limit keeps the timeout test short. Set before this module's pages make their
+    Runner (st.cache_resource keeps one per process), and taken away after, with that Runner:
+    set at import, it once reached every later test's server, and a 3,000-op loop in
+    test_browser.py timed out under CI's load."""
+    from tapeviz.page import session
+    before = os.environ.get("TAPEVIZ_TIMEOUT_S")
+    os.environ["TAPEVIZ_TIMEOUT_S"] = "5"
+    session.runner.clear()
+    yield
+    session.runner.clear()           # closes it (on_release): its workers go with it
+    if before is None:
+        del os.environ["TAPEVIZ_TIMEOUT_S"]
+    else:
+        os.environ["TAPEVIZ_TIMEOUT_S"] = before
 
 
 def opened(**params):

@@ -19,8 +19,7 @@ tf = pytest.importorskip("tensorflow")
 from tapeviz.worker import recorder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-# A user's shell: none of the limits other test modules set for the app (test_app.py's
-# TAPEVIZ_TIMEOUT_S=5 would stop the long programs here).
+# A user's shell: none of the TAPEVIZ_ settings of the shell the tests run in.
 ENV = dict({k: v for k, v in os.environ.items() if not k.startswith("TAPEVIZ_")},
            PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
 

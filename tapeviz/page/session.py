@@ -21,9 +21,10 @@ MEMO_BYTES = 512 * 2**20   # all sessions' drawn graphs together (a full 20,000-
 WATCH_S = 1.0     # how often a run checks that its tab is still open
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=Runner.close)
 def runner() -> Runner:
-    # One per server process: it owns the warm worker and the queue every session shares.
+    # One per server process: it owns the warm worker and the queue every session shares
+    # (cleared from the cache, its workers are stopped).
     shared = Runner()
     atexit.register(shared.close)    # no idle worker outlives the server
     if shared.config.hosted:
