@@ -1,6 +1,6 @@
 """Room on the graph for what a class must read, from real recordings made in-process: the
-mnist_step loss's label whole on the page's chart at 1600, 1280 and 1024 px wide windows,
-and no white above the graph beyond what its top row's labels take."""
+mnist_step loss's label whole on the page's chart at 1600, 1280 and 1024 px wide windows
+(Large text too), and no white above the graph beyond what its top row's labels take."""
 import pytest
 
 tf = pytest.importorskip("tensorflow")
@@ -28,9 +28,9 @@ def drawn():
     return out
 
 
-def page_figure(G, pos, flow, window):
-    width = viewport.graph_width(window, False, False)
-    fig = figures.op_graph(G, pos, flow=flow, chart_width=width)
+def page_figure(G, pos, flow, window, large=False):
+    width = viewport.graph_width(window, False, large)
+    fig = figures.op_graph(G, pos, flow=flow, chart_width=width, large_text=large)
     screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
                              fig.layout.height - figures.PLOT_MARGIN, width - figures.MARGIN_W - figures.COLOUR_BAR_PX)
     font = fig.layout.font.size
@@ -46,12 +46,13 @@ def page_figure(G, pos, flow, window):
     return fig, screen, boxes
 
 
+@pytest.mark.parametrize("large", [False, True])
 @pytest.mark.parametrize("window", WINDOWS)
-def test_the_steps_loss_is_labelled_whole_inside_the_chart(drawn, window):
+def test_the_steps_loss_is_labelled_whole_inside_the_chart(drawn, window, large):
     G, pos, flow = drawn["mnist_step"]
     (target,) = [n for n, d in G.nodes(data=True) if d.get("role") == "target"]
     assert G.nodes[target]["label"].startswith("loss = ")
-    fig, screen, boxes = page_figure(G, pos, flow, window)
+    fig, screen, boxes = page_figure(G, pos, flow, window, large)
     said = {node: (text, box) for node, text, box in boxes}
     assert target in said, f"the loss has no label at a {window} px window"
     text, box = said[target]

@@ -591,7 +591,7 @@ def _ranges(G: nx.DiGraph, pos: dict, font: int, width: float, height: float) ->
     x_pad, y_pad = padded_x[1] - x1, padded_y[1] - y1     # the pads a graph had before, in units
     # only the target's: sources take their place above or below, and room for all of them
     # crushed a 1024 px screen's layers together
-    left, right = (min(width / 3, max((beside(n) for n in at(v, 0) if G.nodes[n].get("role") == "target"),
+    left, right = (min(0.4 * width, max((beside(n) for n in at(v, 0) if G.nodes[n].get("role") == "target"),
                                       default=0)) for v in (x0, x1))
     pads = [x_pad, x_pad]
     for _ in range(40):      # px per unit depends on the pads: rounds settle them (cheap)
