@@ -19,8 +19,9 @@ from .markdown import literal
 
 
 PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a variable (VarHandleOp), "
-                 "writing it (AssignVariableOp), checking it has a value. Hidden because no line "
-                 "of yours is about it.")
+                 "writing it (AssignVariableOp), checking it has a value; and with Backward ops, "
+                 "the backward pass reshaping gradients to fit (Shape, Reshape, Tile, BroadcastTo). "
+                 "Hidden because no line of yours is about it.")
 
 
 def show_error(rec: Recording) -> None:
