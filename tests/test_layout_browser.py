@@ -82,7 +82,7 @@ def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, 
         page.goto(f"{server}/?example=persistent_tape")
         page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
         page.wait_for_timeout(1500)
-        said = page.locator("[data-testid='stMarkdownContainer']", has_text="the same tape at").first
+        said = page.locator("[data-testid='stMarkdownContainer']", has_text="the same tape gives").first
         assert said.evaluate(IN_VIEW)
         text = said.inner_text()
         assert "grad 6" in text and "grad 108" in text, text
@@ -109,6 +109,10 @@ def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, width, 
             assert shown.nth(i).evaluate(LINES) <= 2.2, shown.nth(i).inner_text()
         assert graph_text_in_view(page, "k = 3")
         assert graph_text_in_view(page, "gradient None: integer")
+        # the sentence says the three answers in two lines at 1280 px, not three (at 1024 px
+        # the column is 150 px narrower: three)
+        said = page.locator("[data-testid='stMarkdownContainer']", has_text="the same tape gives").first
+        assert said.evaluate(LINES) <= (2.2 if width >= 1280 else 3.2), said.inner_text()
         assert_no_exception(page)
         page.screenshot(path=screenshot_path(f"debugger_none_gradients_{width}x{height}.png"))
 
@@ -132,3 +136,26 @@ def test_a_tall_graph_is_drawn_to_fit_the_window(server, width, height):
                 assert graph_text_in_view(page, "y = 1")
             assert_no_exception(page)
             page.screenshot(path=screenshot_path(f"debugger_{example}_{width}x{height}.png"))
+
+
+# The chart's top, its plot area's, and the highest label or marker plotly drew in it.
+INK = """() => { const plot = document.querySelector('.st-key-graph .js-plotly-plot');
+    const tops = [...plot.querySelectorAll('.textpoint text, .scatterlayer .point')]
+        .map(e => e.getBoundingClientRect()).filter(r => r.height > 0).map(r => r.top);
+    return {chart: plot.getBoundingClientRect().top, plot: plot.querySelector('.nsewdrag').getBoundingClientRect().top,
+            ink: Math.min(...tops)}; }"""
+
+
+@pytest.mark.parametrize("width,height", [(1600, 1000), (1280, 720), (1024, 768)])
+def test_the_steps_loss_reads_and_the_graph_starts_at_the_chart_top(server, width, height):
+    # mnist_step: the loss, the last node, sat 40 px after its layer box with no room above
+    # or beside it, and went unlabelled; ~50 px of white sat above every graph.
+    with browser_page() as page:
+        arrive(page, f"{server}/?example=mnist_step", width, height)
+        page.screenshot(path=screenshot_path(f"debugger_mnist_step_{width}x{height}.png"))
+        assert graph_text_in_view(page, "loss = ")
+        box = page.evaluate(INK)
+        # the top row's labels against the plot's top: at most what a 3-line label above its
+        # node would take and was not drawn there (white was 40-85 px, the legend's room)
+        assert 0 <= box["ink"] - box["plot"] <= 32, box
+        assert_no_exception(page)

@@ -279,10 +279,39 @@ def test_a_persistent_tapes_other_answers_are_in_the_sentence():
                             GradientCall(line=11, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])])]
     said = view.sentence(b.rec, view.default_view(b.rec))
     assert "the gradient of `y` gives `x`: grad 6" in said
-    assert "the same tape at line 10: the gradient of `z` gives `x`: grad 108" in said
+    assert "the same tape gives `x`: grad 108 (of `z`, line 10)" in said
     # a tape asked once says nothing more
     b.rec.tapes[0].gradients.pop()
     assert "same tape" not in view.sentence(b.rec, "call:0:0")
+
+
+def test_three_none_answers_are_said_each_once_in_two_lines():
+    # none_gradients: one persistent tape asked three times, each answer None. Each call
+    # said in full ("the same tape at line 16: the gradient of `b` gives `u`: grad None")
+    # wrapped over three lines at 1280x720: the answers first, their targets after.
+    from test_graph import Builder
+    from tapeviz.recording import GradResult
+    b = Builder()
+    k, v, u, x = (b.tensor(name, kind, value=value) for name, kind, value in
+                  (("k", "constant", 3), ("v", "variable", 2.0), ("u", "variable", 5.0), ("x", "variable", 4.0)))
+    a = b.op("Mul", [k, k], line=10, name="a")
+    bb = b.op("Mul", [b.read(v), b.tensor(kind="constant", value=2.0)], line=11, name="b")
+    y = b.op("Mul", [b.tensor(kind="constant", value=4.0), b.tensor(kind="constant", value=2.0)], line=13, name="y")
+    b.rec.source = "\n" * 7 + "with tf.GradientTape(persistent=True) as tape:\n"
+    asked = [(15, a, k), (16, bb, u), (17, y, x)]
+    b.rec.tapes = [Tape(id=0, line=8, persistent=True, watch_accessed_variables=True, parent=None,
+                        watched=[k], ops=[op.id for op in b.rec.ops], gradients=[
+                            GradientCall(line=line, kind="gradient", target=[t], sources=[s],
+                                         results=[GradResult(s, None, none_reason="no path")])
+                            for line, t, s in asked])]
+    said = view.sentence(b.rec, "call:0:0")
+    for line, t, s in asked:
+        name = b.rec.tensor(s).name
+        assert said.count(f"`{name}`: grad None") == 1, said
+        if line != 15:
+            assert f"(of `{b.rec.tensor(t).name}`, line {line})" in said, said
+    plain = said.replace("`", "").replace("\\", "")
+    assert len(plain) <= 160, plain      # two lines of the graph's column at 1280 px
 
 
 def test_a_jacobian_says_its_matrix_not_its_norm():

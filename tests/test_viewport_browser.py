@@ -53,8 +53,9 @@ def drawn_boxes(recording, chart_width, height=None):
 
 
 def labels_on_page(page, viewer, width, height, graph_first):
-    """(the chart's width and height as Chromium lays it out, the labels plotly drew) once
-    settled."""
+    """(the chart's width as Chromium lays it out and the height its labels were placed for
+    (its meta: the page takes the legend's room off what it shows), the labels plotly drew)
+    once settled."""
     page.set_viewport_size({"width": width, "height": height})
     page.goto(viewer)
     page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
@@ -62,7 +63,7 @@ def labels_on_page(page, viewer, width, height, graph_first):
         page.get_by_text("Graph first").click()
     page.wait_for_timeout(3000)         # the width's report, then the redraw it asks for
     chart = page.evaluate("() => { const gd = document.querySelector('.js-plotly-plot');"
-                          " return [gd.getBoundingClientRect().width, gd.layout.height,"
+                          " return [gd.getBoundingClientRect().width, gd.layout.meta.height,"
                           " document.documentElement.clientWidth]; }")   # a scroll bar's width off
     assert_no_exception(page)
     page.screenshot(path=screenshot_path(f"episode_{width}x{height}{'_graph_first' if graph_first else ''}.png"))

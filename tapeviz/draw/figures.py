@@ -54,6 +54,7 @@ ARROW_AWARE_NODES = 250   # up to this many nodes labels keep off arrows (a less
 PLACES = ("top center", "bottom center", "middle right", "middle left",
           "top right", "top left", "bottom right", "bottom left")
 CURVE_POINTS = 16
+CURVE_ROOM = 36           # px an arrow curving around a chain's node rises above its row
 
 COLORSCALE = "Viridis"
 NO_GRADIENT = "#D0D0D0"   # nodes and edges the gradient did not reach, or reached as zero
@@ -90,13 +91,14 @@ def op_graph(G: nx.DiGraph, pos: dict, flow: Optional[dict] = None, selected: Op
     svg = G.number_of_nodes() <= SVG_NODES
     trace = go.Scatter if svg else go.Scattergl
     font = LARGE_FONT if large_text else LABEL_FONT
-    ranges = (_padded([x for x, _ in pos.values()]), _padded([y for _, y in pos.values()]))
     shown = {n: p for n, p in pos.items() if n in G and (visible is None or n in visible)}
     width, height = size if size is not None else (None, chart_height(pos))
     drawn_w = width if width is not None else chart_width     # the figure's, else the page's
     plot_w = drawn_w - MARGIN_W if drawn_w is not None else PLOT_W
     scale = _log_range(flow) if flow is not None else None
-    screen = _Screen(ranges, height - PLOT_MARGIN, plot_w - (COLOUR_BAR_PX if scale is not None else 0))
+    plot = (plot_w - (COLOUR_BAR_PX if scale is not None else 0), height - PLOT_MARGIN)
+    ranges = _ranges(G, pos, font, *plot)     # of the whole graph: a step reveals on the same axes
+    screen = _Screen(ranges, plot[1], plot[0])
     edges = [(u, v) for u, v in G.edges if u in shown and v in shown]
     paths = _edge_paths(G, shown, edges, screen) if svg else {e: None for e in edges}
     fig = go.Figure()
@@ -565,6 +567,52 @@ def _edge_counts(G: nx.DiGraph, pos: dict, paths: dict, edges: list, screen: _Sc
     return go.Scatter(x=xs, y=ys, mode="text", text=[t for t, _ in texts], textposition=[p for _, p in texts],
                       textfont=dict(size=font, color="#B00020"), name="inputs per edge",
                       showlegend=False, hoverinfo="skip")
+
+
+def _ranges(G: nx.DiGraph, pos: dict, font: int, width: float, height: float) -> tuple:
+    """(x range, y range) with room, in px of the plot the labels are placed for, for what
+    sits past the outermost nodes: beside the last (or first) layer the target's label in full
+    (a step's loss is the last node, a layer box 40 px before it on a 1024 px screen: above
+    it there is no room, beside it there must be); above the top row and below the
+    bottom one their labels, None notes and curving arrows, and no more (more was 50 px of
+    white above the graph, pushing it down a projector's screen)."""
+    xs, ys = [x for x, _ in pos.values()], [y for _, y in pos.values()]
+    if not xs:
+        return None, None
+    (x0, x1), (y0, y1) = (min(xs), max(xs)), (min(ys), max(ys))
+    padded_x, padded_y = _padded(xs), _padded(ys)
+    at = lambda v, axis: [n for n, p in pos.items() if n in G and abs(p[axis] - v) < 1e-9]  # noqa: E731
+    beside = lambda n: _radius(G, n) + 3 + _label_size(G, n, font)[0] + 4  # noqa: E731
+
+    def over(n):
+        label = _radius(G, n) + 2 + _label_size(G, n, font)[1] + 4
+        return max(label, _radius(G, n) + CURVE_ROOM, NOTE_RISE + 18 if G.nodes[n].get("none_reason") else 0)
+
+    x_pad, y_pad = padded_x[1] - x1, padded_y[1] - y1     # the pads a graph had before, in units
+    # only the target's: sources take their place above or below, and room for all of them
+    # crushed a 1024 px screen's layers together
+    left, right = (min(0.4 * width, max((beside(n) for n in at(v, 0) if G.nodes[n].get("role") == "target"),
+                                      default=0)) for v in (x0, x1))
+    pads = [x_pad, x_pad]
+    for _ in range(40):      # px per unit depends on the pads: rounds settle them (cheap)
+        per = width / ((x1 - x0) + sum(pads))
+        pads = [max(x_pad, left / per), max(x_pad, right / per)]
+    xr = [x0 - pads[0], x1 + pads[1]]
+    if y1 - y0 < 1e-9:
+        return xr, padded_y  # one row: its height is set by chart_height, not by the pads
+    below, above = (min(height / 3, max((over(n) for n in at(v, 1)), default=0)) for v in (y0, y1))
+    per = (height - below - above) / (y1 - y0)
+    if per <= 0:
+        return xr, padded_y
+    return xr, [y0 - min(y_pad, below / per), y1 + min(y_pad, above / per)]
+
+
+def _label_size(G: nx.DiGraph, node: str, font: int) -> tuple:
+    """(width, height) px of a node's whole label, as _place_labels would draw it."""
+    lines = [_clip(x) for x in (G.nodes[node].get("label") or "").split("\n") if x]
+    if not lines:
+        return 0.0, 0.0
+    return max(len(x) for x in lines) * CHAR_EM * font, len(lines) * LINE_EM * font
 
 
 def _padded(values: list):

@@ -21,6 +21,10 @@ TAPE_SCOPE_PREFIX = "gradient_tape/"
 # into their variable instead, see _read_aliases).
 PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
                       "NoOp", "_EagerConst"})
+# The backward pass's shape moves (see _passed_through): the same numbers in another shape,
+# or the shape itself. Drawn with plumbing on.
+SHAPES = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastGradientArgs"})
+GRADIENT_PLUMBING = SHAPES | {"Reshape", "Tile", "BroadcastTo", "ExpandDims", "Squeeze", "Identity"}
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
 FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
 FOLD_PREFIX = "r:"
@@ -126,12 +130,16 @@ def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand
     the gradient was None, and `gradient_path_only` keeps only what lies between
     its sources and target. upto_op: only ops with id <= upto_op. fold: ops of one type
     repeated FOLD_AT times or more from one line draw as one node (ids in `expand` unfold
-    it). plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...).
+    it). plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...)
+    and the backward pass's reshaping (GRADIENT_PLUMBING, else passed through).
     With a call, ops that ran in the tape's block but were not recorded are drawn too
     (an unwatched input is exactly why): category UNRECORDED_OP; backward: also the ops
     the call itself ran (where a NaN born in the backward pass is).
     """
     alias, folded = _read_aliases(rec)
+    if backward and not plumbing:
+        alias, passed = _passed_through(rec, alias)
+        folded = folded | passed
     chosen = gradient_call(rec, tape, call) if call is not None else None
     if gradient_path_only and chosen is None:
         raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
@@ -406,6 +414,29 @@ def _read_aliases(rec: Recording):
     return alias, folded
 
 
+def _passed_through(rec: Recording, alias):
+    """(alias, hidden ops): the backward pass's reshaping folded away like a variable's read.
+    A gradient function reads shapes and reshapes, tiles and broadcasts the gradient back to
+    its input's shape (tf.norm's backward is 9 ops, 3 of them arithmetic): a student follows
+    the arithmetic. Each such op's output is drawn as its first input, Shape ops not at all."""
+    target, hidden = {}, set()
+    for op in rec.ops:
+        if op.phase == BACKWARD and op.type in GRADIENT_PLUMBING:
+            hidden.add(op.id)
+            if op.type not in SHAPES and op.inputs:
+                for t in op.outputs:
+                    target[t] = op.inputs[0]
+
+    def passed(t: int) -> int:
+        t, seen = alias(t), 0
+        while t in target and seen < 100:   # a reshape of a tile; the bound guards a malformed loop
+            t = alias(target[t])
+            seen += 1
+        return t
+
+    return passed, hidden
+
+
 def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int], alias) -> dict:
     """{variable: its record with the value its first read in this tape's view gave}. A
     variable's own record holds the value it was first seen with; in a training loop's
@@ -538,6 +569,8 @@ class _Speller:
     def __call__(self, op) -> str:
         if op.function:
             return op.function
+        if op.phase == BACKWARD and (name := op_words.backward_name(op.type)) is not None:
+            return name
         text = ""
         if op.phase == FORWARD and op.line is not None:   # backward ops: no line of the user's made them
             if op.file not in self.lines:
@@ -545,6 +578,9 @@ class _Speller:
             lines = self.lines[op.file]
             text = lines[op.line - 1] if 0 < op.line <= len(lines) else ""
         # inside a Keras layer the line is `model(x)`: only a spelling it shows is the user's
+        spelled = op_words.python_name(op.type, text, guess=False)
+        if spelled == op.type and not op.scope and (call := op_words.line_call(text)) is not None:
+            return call     # one of the ops `tf.norm(d)` ran: the student wrote tf.norm
         return op_words.python_name(op.type, text, guess=not op.scope)
 
 
@@ -638,7 +674,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                 elif t in targets and info is not None and not info.shape and t in norms:
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
-                    lines.append(f"size of {grad} " + number_text(norms[t]))
+                    lines.append(_norm_words(grad, norms[t]))
             if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
                 cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
                 lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
@@ -650,6 +686,14 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
         elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
             low, high = data["range"]
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
+
+
+def _norm_words(grad: str, norm) -> str:
+    """A flow's norm on a label: "size of grad 3.2"; a NaN or Inf one is no size but the
+    alarm itself, "grad ⚠ NaN" (as a source's gradient says it), never "size of grad inf"."""
+    if norm is not None and not math.isfinite(norm):
+        return f"{grad} ⚠ " + ("NaN" if norm != norm else "Inf")
+    return f"size of {grad} " + number_text(norm)
 
 
 def grad_words(grad, kind: str = "gradient") -> str:

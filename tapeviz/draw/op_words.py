@@ -89,6 +89,7 @@ MEANING = {
     "Tile": "repeats a tensor along its axes",
     "SquaredDifference": "(a - b)², element by element",
     "SparseSoftmaxCrossEntropyWithLogits": "softmax and cross-entropy loss in one op",
+    "SqrtGrad": "the gradient of tf.sqrt: the incoming gradient times 1 / (2·sqrt(x)), Inf at x = 0",
 }
 
 
@@ -111,6 +112,30 @@ def python_name(op_type: str, line_text: str = "", guess: bool = True) -> str:
     words = [s for s in spellings if s[0].isalpha()]
     symbols = [s for s in spellings if not s[0].isalpha()]
     return next((s for s in words + symbols if _found(s, code)), spellings[0] if guess else op_type)
+
+
+# A call on a line, `tf.norm(` or `tf.keras.losses.mse(`: what a student wrote when the op
+# itself is one of the several that call ran.
+_CALL = re.compile(r"(?<![\w.])(tf(?:\.\w+)+)\s*\(")
+
+
+def line_call(line_text: str) -> Optional[str]:
+    """The one TensorFlow function the line calls (`tf.norm`), None for none or several."""
+    calls = set(_CALL.findall(line_text.split("#")[0]))
+    return calls.pop() if len(calls) == 1 else None
+
+
+def backward_name(op_type: str) -> Optional[str]:
+    """A backward op in the words of the forward Python it differentiates: SqrtGrad is the
+    "grad of tf.sqrt", ReluGrad the "grad of tf.nn.relu"; AddN sums the gradients of paths
+    that meet, a "+". None when the type says no more than its own name."""
+    if op_type == "AddN":
+        return "+"
+    for suffix in ("Grad", "GradV2", "BackpropInput", "BackpropFilter"):
+        base = op_type[:-len(suffix)] if op_type.endswith(suffix) else None
+        if base in PYTHON:
+            return "grad of " + PYTHON[base][0]
+    return None
 
 
 def meaning(op_type: str) -> Optional[str]:

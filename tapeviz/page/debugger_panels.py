@@ -18,8 +18,9 @@ from .markdown import literal
 
 
 PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a variable (VarHandleOp), "
-                 "writing it (AssignVariableOp), checking it has a value. Hidden because no line "
-                 "of yours is about it.")
+                 "writing it (AssignVariableOp), checking it has a value; and with Backward ops, "
+                 "the backward pass reshaping gradients to fit (Shape, Reshape, Tile, BroadcastTo). "
+                 "Hidden because no line of yours is about it.")
 
 
 def show_error(rec: Recording) -> None:
@@ -159,12 +160,15 @@ def show_graph(state, rec: Recording):
                          current=current, large_text=large, chart_width=width,
                          size=None if height == drawn else (None, height))
     # The legend is off until asked for; the plot keeps its height, so labels stay placed.
-    # The figure is memoised: its drawn margin and height are kept in its meta, set once.
+    # Without it the chart loses the legend's room too (figures.PLOT_MARGIN holds it): kept, it
+    # was white above and below the graph. The figure is memoised: its drawn margin and height
+    # are kept in its meta, set once.
     if not isinstance(fig.layout.meta, dict):
         fig.layout.meta = {"margin_t": fig.layout.margin.t, "height": fig.layout.height}
     drawn_top, drawn_height = fig.layout.meta["margin_t"], fig.layout.meta["height"]
     top = drawn_top if legend else 10
-    fig.update_layout(showlegend=legend, margin_t=top, height=drawn_height - drawn_top + top)
+    legend_room = 0 if legend else figures.PLOT_MARGIN - drawn_top - fig.layout.margin.b
+    fig.update_layout(showlegend=legend, margin_t=top, height=drawn_height - drawn_top + top - legend_room)
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))

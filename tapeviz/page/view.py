@@ -675,17 +675,22 @@ def _results(rec: Recording, chosen) -> str:
 
 def _asked_again(rec: Recording, tp, call) -> str:
     """A persistent tape's other gradient calls, which the picture of this one leaves out:
-    "; the same tape at line 10: the gradient of `z` gives `x`: grad 108" (the lesson of a
-    persistent tape is that both answers exist)."""
+    "; the same tape gives `x`: grad 108 (of `z`, line 10)" (the lesson of a persistent tape
+    is that both answers exist). Each answer first, its target and line after it: three
+    Nones said as "the same tape at line 16: the gradient of `b` gives `u`: grad None" each
+    took three lines of a 1280 px screen."""
     drawn = set(graph.calls_together(tp)) if call == graph.ALL_CALLS else {call}
     others = [c for i, c in enumerate(tp.gradients)
               if i not in drawn and c.error is None and c.kind == "gradient"][:3]
-    out = ""
+    if not others:
+        return ""
+    parts = []
     for c in others:
-        at = f" at {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
+        at = f", {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
         target = code(", ".join(graph.tensor_name(rec, t) for t in c.target))
-        out += f"; the same tape{at}: the gradient of {target} gives {_results(rec, c)}"
-    return out
+        parts.append(f"{_results(rec, c)} (of {target}{at})")
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return "; the same tape gives " + listed
 
 
 # -- an expression as the recording saw it: y = x·x·x ------------------------------------------
