@@ -13,7 +13,7 @@ import networkx as nx
 
 from ..draw import graph, op_words
 from . import opened
-from ..recording import BACKWARD, Recording
+from ..recording import BACKWARD, Recording, as_float
 from .markdown import code, literal
 
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
@@ -512,11 +512,40 @@ def legend_text(rec: Recording, view_key: str) -> str:
 def no_tape_sentence(rec: Recording) -> str:
     if branched := branch_sentence(rec):     # then that is the lesson, said first
         return f"{branched} This program opened no `tf.GradientTape`: below are the ops it ran, with their values."
+    if graph_style := session_sentence(rec):
+        return graph_style
     return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
             "Below are the ops it ran, with their values.")
 
 
 _CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
+# TensorFlow 1's way: a graph built with placeholders, then run by a Session
+_GRAPH_STYLE = re.compile(r"\bplaceholder\s*\(|\bSession\s*\(|\bsess\w*\.run\s*\(|\bas_default\s*\(")
+
+
+def session_sentence(rec: Recording) -> str:
+    """What a program in TensorFlow 1's style shows next to eager code: the lines from its first
+    placeholder or Session to its `sess.run` only built a graph, which ran inside the Session,
+    so no eager op of theirs is drawn; the eager lines ran at once and gave their values.
+    "" when no line of the program builds or runs a TF1 graph."""
+    lines = rec.source.splitlines()
+    styled = [n for n, text in enumerate(lines, start=1) if _GRAPH_STYLE.search(text)]
+    if not styled:
+        return ""
+    first, last = styled[0], styled[-1]
+    span = f"line {first} is" if first == last else f"lines {first}–{last} are"
+    said = (f"{span[0].upper()}{span[1:]} TensorFlow 1's way: `placeholder` and the ops after it "
+            f"only built a graph, with no values, that ran inside the Session when `sess.run` fed "
+            f"it, so none of them is drawn.")
+    eager = [op for op in rec.ops if op.line and not first <= op.line <= last and in_program(rec, op.file)
+             and op.type != graph.READ_VARIABLE]
+    if not eager:
+        return said + " This program ran no eager op."
+    op = eager[-1]
+    out = rec.tensor(op.outputs[0]) if op.outputs else None
+    gave = f" gave {literal(graph.short_value(out), 60)}" if out is not None and graph.small(out) else " ran"
+    return (f"{said} Eager code runs each op as Python reaches it: line {op.line}'s "
+            f"{code(op_words.python_name(op.type))}{gave} at once, drawn below.")
 
 
 def branch_sentence(rec: Recording) -> str:
@@ -651,7 +680,28 @@ def sentence(rec: Recording, view_key: str) -> str:
     value = rec.tensor(chosen.target[0]) if len(chosen.target) == 1 else None
     if value is not None and not value.shape and graph.small(value):   # a step's loss, say
         target += f" (value {literal(graph.short_value(value), 40)})"
-    return f"{said}; the gradient of {target} gives {_results(rec, chosen)}{_asked_again(rec, tp, call)}."
+    trend = _trend_words(rec, tp, chosen)
+    return (f"{said}; the gradient of {target} gives {_results(rec, chosen)}"
+            f"{_asked_again(rec, tp, call)}.{trend}")
+
+
+def _trend_words(rec: Recording, tp, chosen) -> str:
+    """" Over the 5 steps recorded, `l` fell from 41.7 to 12.21.": a training loop's lesson is
+    its loss going down, and its chart sits far below the fold; "" for a tape opened once
+    or a target that is not a scalar."""
+    if not loop_words(rec, tp) or len(chosen.target) != 1:
+        return ""
+    site = (chosen.file, chosen.line)
+    losses = [as_float(s.target) for s in rec.steps
+              if (s.file, s.line) == site and s.scalar and s.error is None and s.kind == "gradient"]
+    if len(losses) < 2:
+        return ""
+    first, last = losses[0], losses[-1]
+    went = "fell" if last < first else "rose" if last > first else "stayed"
+    name = code(graph.tensor_name(rec, chosen.target[0]))
+    values = (f"at {graph.number_text(first)}" if went == "stayed"
+              else f"from {graph.number_text(first)} to {graph.number_text(last)}")
+    return f" Over the {len(losses):,} steps recorded, {name} {went} {literal(values, 80)}."
 
 
 def _results(rec: Recording, chosen) -> str:

@@ -1,0 +1,73 @@
+"""The lessons of the guide's training loop and TF1 contrast, said on the page as it opens:
+real recordings made in-process, their numbers checked against plain TensorFlow's."""
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from tapeviz.draw import graph  # noqa: E402
+from tapeviz.page import view  # noqa: E402
+from tapeviz.worker import recorder  # noqa: E402
+
+LINEAR = """import tensorflow as tf
+xs = tf.constant([-1.0, 0.0, 1.0, 2.0])
+ys = xs * 3.0 + 2.0
+W = tf.Variable(5.0)
+B = tf.Variable(10.0)
+losses = []
+for step in range(4):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(xs * W + B - ys))
+    dW, dB = tape.gradient(loss, [W, B])
+    W.assign_sub(0.1 * dW)
+    B.assign_sub(0.1 * dB)
+    losses.append(float(loss))
+"""
+
+TF1 = """import tensorflow as tf
+g = tf.Graph()
+with g.as_default():
+    a = tf.compat.v1.placeholder(tf.float32, shape=())
+    b = tf.compat.v1.placeholder(tf.float32, shape=())
+    c = a * b
+    with tf.compat.v1.Session(graph=g) as sess:
+        print(sess.run(c, feed_dict={a: 3.0, b: 4.0}))
+print(tf.constant(3.0) * tf.constant(5.0))
+"""
+
+
+def plain_losses():
+    """The linear loop's loss per step, the same program run by plain TensorFlow."""
+    names = {}
+    exec(compile(LINEAR, "linear.py", "exec"), names)
+    return names["losses"]
+
+
+def test_a_training_loops_sentence_says_how_its_loss_went_over_the_steps():
+    # The loss chart is far below the fold; the sentence above the graph says the trend.
+    rec = recorder.record(LINEAR)
+    said = view.sentence(rec, view.opening(rec)["view"])
+    losses = plain_losses()
+    assert losses[-1] < losses[0]
+    first, last = (graph.number_text(x).replace(".", "\\.") for x in (losses[0], losses[-1]))
+    assert f"Over the 4 steps recorded, `loss` fell from {first} to {last}." in said
+
+
+def test_a_tape_opened_once_says_no_trend():
+    rec = recorder.record("import tensorflow as tf\nw = tf.Variable(3.0)\nwith tf.GradientTape() as tape:\n"
+                          "    y = w * w\ng = tape.gradient(y, w)\n")
+    assert "Over the" not in view.sentence(rec, view.opening(rec)["view"])
+
+
+def test_tf1_code_is_said_to_build_a_graph_and_the_eager_line_to_run_at_once():
+    rec = recorder.record(TF1)
+    said = view.no_tape_sentence(rec)
+    eager = float(tf.constant(3.0) * tf.constant(5.0))     # what the eager line gives
+    assert said.startswith("Lines 3–8 are TensorFlow 1's way")
+    assert "`sess.run`" in said and "none of them is drawn" in said
+    assert f"line 9's `*` gave {graph.number_text(eager)} at once" in said
+
+
+def test_eager_code_alone_says_nothing_of_tf1():
+    rec = recorder.record("import tensorflow as tf\nprint(tf.add(1, 2))\n")
+    assert view.session_sentence(rec) == ""
+    assert view.no_tape_sentence(rec).startswith("This program opened no")
