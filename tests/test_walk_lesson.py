@@ -7,6 +7,7 @@ tf = pytest.importorskip("tensorflow")
 from tapeviz.draw import graph  # noqa: E402
 from tapeviz.page import view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
+from test_recorder import TAPE_IN_A_TF_FUNCTION, run_plain  # noqa: E402
 
 LINEAR = """import tensorflow as tf
 xs = tf.constant([-1.0, 0.0, 1.0, 2.0])
@@ -37,9 +38,7 @@ print(tf.constant(3.0) * tf.constant(5.0))
 
 def plain_losses():
     """The linear loop's loss per step, the same program run by plain TensorFlow."""
-    names = {}
-    exec(compile(LINEAR, "linear.py", "exec"), names)
-    return names["losses"]
+    return run_plain(LINEAR)[0]["losses"]
 
 
 def test_a_training_loops_sentence_says_how_its_loss_went_over_the_steps():
@@ -71,3 +70,17 @@ def test_eager_code_alone_says_nothing_of_tf1():
     rec = recorder.record("import tensorflow as tf\nprint(tf.add(1, 2))\n")
     assert view.session_sentence(rec) == ""
     assert view.no_tape_sentence(rec).startswith("This program opened no")
+
+
+
+def test_a_tape_traced_in_a_tf_function_says_what_each_eager_call_returned():
+    # Inside the graph there are no values; each call of the function is one eager op whose
+    # answer (d(x²)/dx at 2, at 3) is the lesson, not a blank "grad".
+    rec = recorder.record(TAPE_IN_A_TF_FUNCTION)
+    said = view.sentence(rec, view.opening(rec)["view"])
+    names, _ = run_plain(TAPE_IN_A_TF_FUNCTION)
+    two, three = (graph.number_text(float(names["grad_of_square"](tf.constant(x)))) for x in (2.0, 3.0))
+    assert (f"Called eagerly on line 8, `grad_of_square(2)` returned {two} and on line 9, "
+            f"`grad_of_square(3)` returned {three}.") in said
+    assert "`x`: grad \\(a scalar, computed inside the graph\\)" in said
+    assert "graph holds this op," in said

@@ -658,7 +658,7 @@ def sentence(rec: Recording, view_key: str) -> str:
     said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
     if traced := graph.traced_function(rec, tape):
         said = (f"{code(names[tape])}{parent} was traced into tf.function {code(traced)}: its "
-                f"graph holds these {n} op{'s' * (n != 1)}, drawn with shapes and dtypes and no "
+                f"graph holds {'this op' if n == 1 else f'these {n} ops'}, drawn with shapes and dtypes and no "
                 f"values, since they ran inside the compiled function (record with --eager to "
                 f"see values)")
     if loop := loop_words(rec, tp):
@@ -681,8 +681,28 @@ def sentence(rec: Recording, view_key: str) -> str:
     if value is not None and not value.shape and graph.small(value):   # a step's loss, say
         target += f" (value {literal(graph.short_value(value), 40)})"
     trend = _trend_words(rec, tp, chosen)
+    returned = _returned_words(rec, traced) if traced else ""
     return (f"{said}; the gradient of {target} gives {_results(rec, chosen)}"
-            f"{_asked_again(rec, tp, call)}.{trend}")
+            f"{_asked_again(rec, tp, call)}.{trend}{returned}")
+
+
+def _returned_words(rec: Recording, traced: str) -> str:
+    """" Called eagerly on line 10, `grad_of_square(4)` returned 8.": the traced graph has no
+    values, but each call of the tf.function is one eager op whose inputs and outputs were
+    recorded, and that answer is the lesson. The first two calls; "" when none kept a value."""
+    parts = []
+    for op in rec.ops:
+        if op.function != traced or op.traced is not None or not op.outputs or len(parts) == 2:
+            continue
+        args = [rec.tensor(i) for i in op.inputs]
+        outs = [rec.tensor(o) for o in op.outputs]
+        if any(t is None or not graph.small(t) for t in args + outs):
+            continue
+        call = f"{traced}({', '.join(graph.short_value(t) for t in args)})"
+        gave = ", ".join(graph.short_value(t) for t in outs)
+        at = f"on {graph.line_words(rec, op.file, op.line)}, " if op.line is not None else ""
+        parts.append(f"{at}{code(call)} returned {literal(gave, 60)}")
+    return f" Called eagerly {' and '.join(parts)}." if parts else ""
 
 
 def _trend_words(rec: Recording, tp, chosen) -> str:
@@ -719,6 +739,10 @@ def _results(rec: Recording, chosen) -> str:
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
+        if grad is not None and grad.value is None and grad.stats is None and not grad.shape:
+            # traced into a tf.function: a scalar has no shape to say either, and "grad" alone
+            # reads as a word cut off
+            words = "grad (a scalar, computed inside the graph)"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
     return ", ".join(parts)
 
