@@ -1,5 +1,6 @@
 """The lessons of the guide's training loop and TF1 contrast, said on the page as it opens:
 real recordings made in-process, their numbers checked against plain TensorFlow's."""
+import numpy as np
 import pytest
 
 tf = pytest.importorskip("tensorflow")
@@ -69,7 +70,27 @@ def test_tf1_code_is_said_to_build_a_graph_and_the_eager_line_to_run_at_once():
 def test_eager_code_alone_says_nothing_of_tf1():
     rec = recorder.record("import tensorflow as tf\nprint(tf.add(1, 2))\n")
     assert view.session_sentence(rec) == ""
-    assert view.no_tape_sentence(rec).startswith("This program opened no")
+    said = view.no_tape_sentence(rec)
+    assert said.startswith("Each op ran the moment Python reached it") and "NumPy" not in said
+
+
+IMMEDIATE = """import numpy as np
+import tensorflow as tf
+a = tf.constant([[1, 2], [3, 4]])
+b = tf.add(a, 1)
+doubled = np.multiply(a, 2)
+back = a.numpy()
+"""
+
+
+def test_numpy_interop_is_said_since_it_runs_no_op_to_draw():
+    rec = recorder.record(IMMEDIATE)
+    names, _ = run_plain(IMMEDIATE)
+    # the reference: plain TF hands NumPy an array; the recorder saw only tf.add's op
+    assert type(names["doubled"]) is np.ndarray and type(names["back"]) is np.ndarray
+    assert [op.line for op in rec.ops] == [4]
+    said = view.no_tape_sentence(rec)
+    assert "`np.multiply` on line 5 and `.numpy()` on line 6 read tensors as NumPy arrays" in said
 
 
 

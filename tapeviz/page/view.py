@@ -514,8 +514,33 @@ def no_tape_sentence(rec: Recording) -> str:
         return f"{branched} This program opened no `tf.GradientTape`: below are the ops it ran, with their values."
     if graph_style := session_sentence(rec):
         return graph_style
-    return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
-            "Below are the ops it ran, with their values.")
+    ran = ("Each op ran the moment Python reached it and gave its value at once: below are the "
+           "ops this program ran, with their values (it opened no `tf.GradientTape`, so no gradient).")
+    return " ".join(filter(None, (ran, numpy_sentence(rec))))
+
+
+_NUMPY = re.compile(r"\bnp\.(\w+)\s*\(|(\.numpy)\s*\(\s*\)")
+
+
+def numpy_sentence(rec: Recording) -> str:
+    """"`np.multiply` on line 12 and `.numpy()` on line 13 read tensors as NumPy arrays, with no
+    TensorFlow op: their results are in the printed output.": NumPy interop runs no op, so the
+    graph alone would not show it. "" when no line of the program that ran no op calls NumPy."""
+    ran = {op.line for op in rec.ops if in_program(rec, op.file)}
+    found = {}    # what was called: the lines
+    for n, text in enumerate(rec.source.splitlines(), start=1):
+        if n in ran or text.lstrip().startswith("#"):
+            continue
+        for m in _NUMPY.finditer(text):
+            said = f"np.{m.group(1)}" if m.group(1) else ".numpy()"
+            if n not in found.setdefault(said, []):
+                found[said].append(n)
+    if not found:
+        return ""
+    parts = [f"{code(said)} on {_lines_words(lines)}" for said, lines in list(found.items())[:3]]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (f"{listed} read tensors as NumPy arrays, with no TensorFlow op (so nothing is drawn "
+            f"for them): their results are in the printed output.")
 
 
 _CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
