@@ -5,6 +5,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from tapeviz import examples  # noqa: E402
 from tapeviz.draw import graph  # noqa: E402
 from tapeviz.page import view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
@@ -105,3 +106,13 @@ def test_a_tape_traced_in_a_tf_function_says_what_each_eager_call_returned():
             f"`grad_of_square(3)` returned {three}.") in said
     assert "`x`: grad \\(a scalar, computed inside the graph\\)" in said
     assert "graph holds this op," in said
+
+
+
+def test_nested_tapes_say_both_derivatives_the_guide_prints():
+    program = examples.load("higher_order").source
+    rec = recorder.record(program)
+    names, _ = run_plain(program)
+    first, second = (graph.number_text(float(names[n])) for n in ("dy_dx", "d2y_dx2"))
+    said = view.sentence(rec, view.opening(rec)["view"]).replace("\\", "")
+    assert f"so dy/dx = {first} and d²y/dx² = {second} at x = 1." in said

@@ -865,6 +865,9 @@ def _nested_sentence(rec: Recording, tp, chosen, names: dict) -> Optional[str]:
             value = rec.tensor(grad) if grad is not None else None
             result = (f"{d} = {graph.short_value(value)}" if value is not None
                       else f"{d} is None" if grad is None else d)
+            first = rec.tensor(chosen.target[0])
+            if first is not None and graph.small(first):   # the guide's lesson is both: 3 and 6
+                result = f"d{said_y}/d{n1} = {graph.short_value(first)} and {result}"
             at = [rec.tensor(x) for x in dict.fromkeys((x1, x2))]
             where = ", ".join(f"{graph.tensor_name(rec, i.id)} = {graph.short_value(i)}"
                               for i in at if i is not None and graph.small(i))
