@@ -13,7 +13,7 @@ import networkx as nx
 
 from ..draw import graph, op_words
 from . import opened
-from ..recording import BACKWARD, Recording
+from ..recording import BACKWARD, Recording, as_float
 from .markdown import code, literal
 
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
@@ -512,11 +512,65 @@ def legend_text(rec: Recording, view_key: str) -> str:
 def no_tape_sentence(rec: Recording) -> str:
     if branched := branch_sentence(rec):     # then that is the lesson, said first
         return f"{branched} This program opened no `tf.GradientTape`: below are the ops it ran, with their values."
-    return ("This program opened no `tf.GradientTape`, so nothing was recorded for a gradient. "
-            "Below are the ops it ran, with their values.")
+    if graph_style := session_sentence(rec):
+        return graph_style
+    ran = ("Each op ran the moment Python reached it and gave its value at once: below are the "
+           "ops this program ran, with their values (it opened no `tf.GradientTape`, so no gradient).")
+    return " ".join(filter(None, (ran, numpy_sentence(rec))))
+
+
+_NUMPY = re.compile(r"\bnp\.(\w+)\s*\(|(\.numpy)\s*\(\s*\)")
+
+
+def numpy_sentence(rec: Recording) -> str:
+    """"`np.multiply` on line 12 and `.numpy()` on line 13 read tensors as NumPy arrays, with no
+    TensorFlow op: their results are in the printed output.": NumPy interop runs no op, so the
+    graph alone would not show it. "" when no line of the program that ran no op calls NumPy."""
+    ran = {op.line for op in rec.ops if in_program(rec, op.file)}
+    found = {}    # what was called: the lines
+    for n, text in enumerate(rec.source.splitlines(), start=1):
+        if n in ran or text.lstrip().startswith("#"):
+            continue
+        for m in _NUMPY.finditer(text):
+            said = f"np.{m.group(1)}" if m.group(1) else ".numpy()"
+            if n not in found.setdefault(said, []):
+                found[said].append(n)
+    if not found:
+        return ""
+    parts = [f"{code(said)} on {_lines_words(lines)}" for said, lines in list(found.items())[:3]]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (f"{listed} read tensors as NumPy arrays, with no TensorFlow op (so nothing is drawn "
+            f"for them): their results are in the printed output.")
 
 
 _CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
+# TensorFlow 1's way: a graph built with placeholders, then run by a Session
+_GRAPH_STYLE = re.compile(r"\bplaceholder\s*\(|\bSession\s*\(|\bsess\w*\.run\s*\(|\bas_default\s*\(")
+
+
+def session_sentence(rec: Recording) -> str:
+    """What a program in TensorFlow 1's style shows next to eager code: the lines from its first
+    placeholder or Session to its `sess.run` only built a graph, which ran inside the Session,
+    so no eager op of theirs is drawn; the eager lines ran at once and gave their values.
+    "" when no line of the program builds or runs a TF1 graph."""
+    lines = rec.source.splitlines()
+    styled = [n for n, text in enumerate(lines, start=1) if _GRAPH_STYLE.search(text)]
+    if not styled:
+        return ""
+    first, last = styled[0], styled[-1]
+    span = f"line {first} is" if first == last else f"lines {first}–{last} are"
+    said = (f"{span[0].upper()}{span[1:]} TensorFlow 1's way: `placeholder` and the ops after it "
+            f"only built a graph, with no values, that ran inside the Session when `sess.run` fed "
+            f"it, so none of them is drawn.")
+    eager = [op for op in rec.ops if op.line and not first <= op.line <= last and in_program(rec, op.file)
+             and op.type != graph.READ_VARIABLE]
+    if not eager:
+        return said + " This program ran no eager op."
+    op = eager[-1]
+    out = rec.tensor(op.outputs[0]) if op.outputs else None
+    gave = f" gave {literal(graph.short_value(out), 60)}" if out is not None and graph.small(out) else " ran"
+    return (f"{said} Eager code runs each op as Python reaches it: line {op.line}'s "
+            f"{code(op_words.python_name(op.type))}{gave} at once, drawn below.")
 
 
 def branch_sentence(rec: Recording) -> str:
@@ -629,7 +683,7 @@ def sentence(rec: Recording, view_key: str) -> str:
     said = f"{code(names[tape])}{parent} recorded {n} op{'s' * (n != 1)}"
     if traced := graph.traced_function(rec, tape):
         said = (f"{code(names[tape])}{parent} was traced into tf.function {code(traced)}: its "
-                f"graph holds these {n} op{'s' * (n != 1)}, drawn with shapes and dtypes and no "
+                f"graph holds {'this op' if n == 1 else f'these {n} ops'}, drawn with shapes and dtypes and no "
                 f"values, since they ran inside the compiled function (record with --eager to "
                 f"see values)")
     if loop := loop_words(rec, tp):
@@ -651,7 +705,48 @@ def sentence(rec: Recording, view_key: str) -> str:
     value = rec.tensor(chosen.target[0]) if len(chosen.target) == 1 else None
     if value is not None and not value.shape and graph.small(value):   # a step's loss, say
         target += f" (value {literal(graph.short_value(value), 40)})"
-    return f"{said}; the gradient of {target} gives {_results(rec, chosen)}{_asked_again(rec, tp, call)}."
+    trend = _trend_words(rec, tp, chosen)
+    returned = _returned_words(rec, traced) if traced else ""
+    return (f"{said}; the gradient of {target} gives {_results(rec, chosen)}"
+            f"{_asked_again(rec, tp, call)}.{trend}{returned}")
+
+
+def _returned_words(rec: Recording, traced: str) -> str:
+    """" Called eagerly on line 10, `grad_of_square(4)` returned 8.": the traced graph has no
+    values, but each call of the tf.function is one eager op whose inputs and outputs were
+    recorded, and that answer is the lesson. The first two calls; "" when none kept a value."""
+    parts = []
+    for op in rec.ops:
+        if op.function != traced or op.traced is not None or not op.outputs or len(parts) == 2:
+            continue
+        args = [rec.tensor(i) for i in op.inputs]
+        outs = [rec.tensor(o) for o in op.outputs]
+        if any(t is None or not graph.small(t) for t in args + outs):
+            continue
+        call = f"{traced}({', '.join(graph.short_value(t) for t in args)})"
+        gave = ", ".join(graph.short_value(t) for t in outs)
+        at = f"on {graph.line_words(rec, op.file, op.line)}, " if op.line is not None else ""
+        parts.append(f"{at}{code(call)} returned {literal(gave, 60)}")
+    return f" Called eagerly {' and '.join(parts)}." if parts else ""
+
+
+def _trend_words(rec: Recording, tp, chosen) -> str:
+    """" Over the 5 steps recorded, `l` fell from 41.7 to 12.21.": a training loop's lesson is
+    its loss going down, and its chart sits far below the fold; "" for a tape opened once
+    or a target that is not a scalar."""
+    if not loop_words(rec, tp) or len(chosen.target) != 1:
+        return ""
+    site = (chosen.file, chosen.line)
+    losses = [as_float(s.target) for s in rec.steps
+              if (s.file, s.line) == site and s.scalar and s.error is None and s.kind == "gradient"]
+    if len(losses) < 2:
+        return ""
+    first, last = losses[0], losses[-1]
+    went = "fell" if last < first else "rose" if last > first else "stayed"
+    name = code(graph.tensor_name(rec, chosen.target[0]))
+    values = (f"at {graph.number_text(first)}" if went == "stayed"
+              else f"from {graph.number_text(first)} to {graph.number_text(last)}")
+    return f" Over the {len(losses):,} steps recorded, {name} {went} {literal(values, 80)}."
 
 
 def _results(rec: Recording, chosen) -> str:
@@ -669,6 +764,10 @@ def _results(rec: Recording, chosen) -> str:
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
         words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
+        if grad is not None and grad.value is None and grad.stats is None and not grad.shape:
+            # traced into a tf.function: a scalar has no shape to say either, and "grad" alone
+            # reads as a word cut off
+            words = "grad (a scalar, computed inside the graph)"
         parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
     return ", ".join(parts)
 
@@ -766,6 +865,9 @@ def _nested_sentence(rec: Recording, tp, chosen, names: dict) -> Optional[str]:
             value = rec.tensor(grad) if grad is not None else None
             result = (f"{d} = {graph.short_value(value)}" if value is not None
                       else f"{d} is None" if grad is None else d)
+            first = rec.tensor(chosen.target[0])
+            if first is not None and graph.small(first):   # the guide's lesson is both: 3 and 6
+                result = f"d{said_y}/d{n1} = {graph.short_value(first)} and {result}"
             at = [rec.tensor(x) for x in dict.fromkeys((x1, x2))]
             where = ", ".join(f"{graph.tensor_name(rec, i.id)} = {graph.short_value(i)}"
                               for i in at if i is not None and graph.small(i))
