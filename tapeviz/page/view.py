@@ -538,9 +538,14 @@ def numpy_sentence(rec: Recording) -> str:
     if not found:
         return ""
     parts = [f"{code(said)} on {_lines_words(lines)}" for said, lines in list(found.items())[:3]]
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    listed = _and_list(parts)
     return (f"{listed} read tensors as NumPy arrays, with no TensorFlow op (so nothing is drawn "
             f"for them): their results are in the printed output.")
+
+
+def _and_list(parts: list) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 _CONTROL = re.compile(r"\s*(if|elif|while|for)\b")
@@ -788,7 +793,7 @@ def _asked_again(rec: Recording, tp, call) -> str:
         at = f", {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
         target = code(", ".join(graph.tensor_name(rec, t) for t in c.target))
         parts.append(f"{_results(rec, c)} (of {target}{at})")
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    listed = _and_list(parts)
     return "; the same tape gives " + listed
 
 
