@@ -4,7 +4,7 @@ example and M training jobs through one Runner, as a class would hit the hosted 
     TAPEVIZ_MODE=hosted python bench/hosted_load.py [--runs 30] [--trainings 5] [--link]
 
 --link: the runs are pages opening one example's link at once, which share one run the way
-the page sends them (tapeviz/page/link_runs.py); without it, 30 different programs.
+the page sends them (tapeviz/state/link_runs.py); without it, 30 different programs.
 
     python bench/hosted_load.py --browsers 30
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from tapeviz import examples  # noqa: E402
-from tapeviz.page.link_runs import LinkRuns  # noqa: E402
+from tapeviz.state.link_runs import LinkRuns  # noqa: E402
 from tapeviz.server import runner  # noqa: E402
 
 import browser_util  # noqa: E402  (the browser tests' server and chromium)
@@ -173,7 +173,7 @@ async def _open_all(url: str, n: int, share) -> list:
 
 def browsers(n: int) -> int:
     """The --browsers mode: n pages against one hosted app."""
-    from tapeviz.page import share
+    from tapeviz.state import share
     env = {"TAPEVIZ_MODE": "hosted", "TF_CPP_MIN_LOG_LEVEL": "3"}
     with browser_util.streamlit_server(env=env) as url:
         before = os.getloadavg()

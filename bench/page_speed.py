@@ -196,7 +196,7 @@ g = tape.gradient(y, x)
 def run_to_figure(pool, source: str) -> tuple:
     """One Run as the page draws it: (worker, graph + layout, figure seconds, JSON bytes)."""
     from tapeviz.draw import figures, graph, layout
-    from tapeviz.page import view
+    from tapeviz.state import view
     from tapeviz.recording import Recording
     t0 = time.perf_counter()
     rec = Recording.from_dict(pool.record(source))

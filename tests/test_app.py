@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tapeviz import examples
-from tapeviz.page import debugger_state, editor, share
+from tapeviz.state import debugger, share
 
 pytestmark = pytest.mark.slow   # every page opened here runs its program in a real worker
 
@@ -21,7 +21,7 @@ def short_time_limit():
     Runner (st.cache_resource keeps one per process), and taken away after, with that Runner:
     set at import, it once reached every later test's server, and a 3,000-op loop in
     test_browser.py timed out under CI's load."""
-    from tapeviz.page import session
+    from tapeviz.ui import session
     before = os.environ.get("TAPEVIZ_TIMEOUT_S")
     os.environ["TAPEVIZ_TIMEOUT_S"] = "5"
     session.runner.clear()
@@ -50,7 +50,7 @@ def typed(source):
 
 
 def state(at):
-    return at.session_state[debugger_state.KEY]
+    return at.session_state[debugger.KEY]
 
 
 def texts(elements):
@@ -70,7 +70,7 @@ def charts(at):
 def test_every_example_runs_from_its_link_and_draws(name):
     at = opened(example=name)
     assert not at.exception
-    assert state(at).source == editor.example_code(name)     # the code, not its docstring
+    assert state(at).source == examples.code(name)     # the code, not its docstring
     assert charts(at), f"{name}: no graph; errors: {texts(at.error)}"
     # those are about an error, a NaN, or None gradients (called out in red, unasked)
     if name not in ("nonpersistent_error", "nan_hunt", "none_gradients"):
@@ -111,7 +111,7 @@ def test_nonpersistent_error_shows_the_runtime_error_its_line_and_hint():
     # Line 19 of the file is the second gradient call; the editor holds the code without
     # the docstring, so the line the error names is that call's line in the code.
     call = examples.load("nonpersistent_error").source.splitlines()[18]
-    line = editor.example_code("nonpersistent_error").splitlines().index(call) + 1
+    line = examples.code("nonpersistent_error").splitlines().index(call) + 1
     assert "RuntimeError" in texts(at.error) and f"line {line}" in texts(at.error)
     assert "persistent=True" in shown(at.info)
     assert "dz_dx = 108.0" in texts(at.code)
@@ -189,11 +189,11 @@ def test_bad_links_warn_instead_of_crashing(params):
 
 def test_pages_opening_one_link_share_its_run():
     # A class opens one link at once: one worker records the example for every page
-    # (page/link_runs.py); Run on any of them records that page's own
-    from tapeviz.page import session
+    # (state/link_runs.py); Run on any of them records that page's own
+    from tapeviz.ui import session
     first, second = opened(example="higher_order"), opened(example="higher_order")
     assert not second.exception
-    assert session.link_runs().age(editor.example_code("higher_order")) is not None
+    assert session.link_runs().age(examples.code("higher_order")) is not None
     said = state(second).run_status[0]
     assert "from this link's recording" in said, said
     assert [op.type for op in state(second).rec.ops] == \

@@ -9,7 +9,7 @@ tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
 from tapeviz.draw import graph  # noqa: E402
-from tapeviz.page import view  # noqa: E402
+from tapeviz.state import view  # noqa: E402
 from tapeviz.recording import BACKWARD  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 

@@ -106,7 +106,7 @@ print(c.numpy())
 
 
 def open_code(page, server, source):
-    from tapeviz.page import share
+    from tapeviz.state import share
     page.goto(f"{server}/?code={share.encode(source)}")
     page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
     page.wait_for_timeout(1500)

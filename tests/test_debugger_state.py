@@ -5,7 +5,7 @@ import json
 import threading
 
 from tapeviz import examples
-from tapeviz.page import debugger_state, editor, share, view
+from tapeviz.state import debugger, share, view
 from test_graph import keras_like, wxb
 
 
@@ -40,7 +40,7 @@ class FakeRunner:
 
 def ran_once(runner=None):
     """A session whose typed program was run once (through `runner`) and settled."""
-    state = debugger_state.of({})
+    state = debugger.of({})
     state.edited("a = 1\n", submitted=True)
     runner = runner or FakeRunner()
     state.start_run(runner.run_for, runner.cancel)
@@ -49,10 +49,10 @@ def ran_once(runner=None):
 
 def test_an_example_link_loads_its_code_and_runs_it_as_the_link_run():
     session = {}
-    state = debugger_state.of(session)
-    assert debugger_state.of(session) is state and session[debugger_state.KEY] is state
+    state = debugger.of(session)
+    assert debugger.of(session) is state and session[debugger.KEY] is state
     state.start_from_url({"example": "higher_order"})
-    assert state.source == editor.example_code("higher_order") and state.pending and state.link_run
+    assert state.source == examples.code("higher_order") and state.pending and state.link_run
     assert session["example"] == "higher_order" and state.url_problem is None
     runner = FakeRunner()
     job = state.start_run(runner.run_for, runner.cancel)
@@ -64,13 +64,13 @@ def test_an_example_link_loads_its_code_and_runs_it_as_the_link_run():
 
 
 def test_the_bare_address_runs_the_first_example_and_a_bad_one_says_so():
-    bare = debugger_state.of({})
+    bare = debugger.of({})
     bare.start_from_url({})
-    assert bare.source == editor.example_code(examples.names()[0]) and bare.pending
-    bad = debugger_state.of({})
+    assert bare.source == examples.code(examples.names()[0]) and bare.pending
+    bad = debugger.of({})
     bad.start_from_url({"example": "no_such_example"})
     assert "no example called" in bad.url_problem and not bad.pending
-    assert bad.source == editor.example_code(examples.names()[0])
+    assert bad.source == examples.code(examples.names()[0])
     # said on every redraw until the next run: the page reruns on its own
     bad.edited("a = 1\n", submitted=True)
     assert "no example called" in bad.url_problem
@@ -80,7 +80,7 @@ def test_the_bare_address_runs_the_first_example_and_a_bad_one_says_so():
 
 def test_a_code_link_runs_its_code_and_a_cut_one_says_why():
     program = "import tensorflow as tf\nprint(tf.constant(1.0) + 1)\n"
-    state = debugger_state.of({})
+    state = debugger.of({})
     state.start_from_url({"code": share.encode(program)})
     assert state.source == program and state.pending and not state.link_run
     runner = FakeRunner()
@@ -88,14 +88,14 @@ def test_a_code_link_runs_its_code_and_a_cut_one_says_why():
     assert runner.links == [False] and state.settle(5) is job
     assert state.address(program, share.encode(program)) is None      # the address says it already
     assert state.address(program, "other") == {}                      # else the address is cleared
-    cut = debugger_state.of({})
+    cut = debugger.of({})
     cut.start_from_url({"code": share.encode(program)[:-3]})
     assert "could not be read" in cut.url_problem and not cut.pending
 
 
 def test_a_new_recording_opens_on_a_clean_view():
     session = {}
-    state = debugger_state.of(session)
+    state = debugger.of(session)
     state.edited("import tensorflow as tf\n", submitted=True)
     session.update({"view": "tape:1", "path_only": True, "pick": "t:9", "step:tape:1": 3,
                     "expand": ["dense"], "large_text": True})
@@ -141,7 +141,7 @@ def test_finish_drawing_says_how_the_run_went_once():
 
 
 def test_an_unreadable_worker_answer_is_said_and_the_page_keeps_the_source():
-    state = debugger_state.of({})
+    state = debugger.of({})
     state.take_recording("a = 1\n", {"schema": "tapeviz.recording/1", "ops": "not a list"})
     assert state.rec.source == "a = 1\n" and "unreadable" in state.url_problem
 
@@ -149,8 +149,8 @@ def test_an_unreadable_worker_answer_is_said_and_the_page_keeps_the_source():
 def test_hand_over_runs_the_program_on_its_gradient_call():
     session = {"example": "higher_order"}
     program = "import tensorflow as tf\n"
-    debugger_state.hand_over(session, program, call=0)
-    state = debugger_state.of(session)
+    debugger.hand_over(session, program, call=0)
+    state = debugger.of(session)
     assert state.source == program and state.pending and "example" not in session
     runner = FakeRunner()
     state.start_run(runner.run_for, runner.cancel)
@@ -161,7 +161,7 @@ def test_hand_over_runs_the_program_on_its_gradient_call():
 
 def test_opening_a_file_shows_it_and_a_bad_one_says_why(tmp_path):
     session = {"example": "higher_order"}
-    state = debugger_state.of(session)
+    state = debugger.of(session)
     path = tmp_path / "run.json"
     path.write_text(json.dumps(recorded()))
     state.open_path(str(path))
@@ -171,7 +171,7 @@ def test_opening_a_file_shows_it_and_a_bad_one_says_why(tmp_path):
     assert "not a tapeviz recording" in state.open_problem and state.opened_name == "run.json"
     state.open_path(str(tmp_path / "missing.json"))
     assert state.open_problem.startswith("Cannot read")
-    view_only = debugger_state.of({})
+    view_only = debugger.of({})
     view_only.start_from_url({}, view_path=str(path))        # `tapeviz view run.json`
     assert view_only.opened_name == "run.json" and not view_only.pending
 
@@ -179,7 +179,7 @@ def test_opening_a_file_shows_it_and_a_bad_one_says_why(tmp_path):
 def test_callouts_layers_and_chart_clicks_pick_nodes():
     from tapeviz.draw import graph
     session = {}
-    state = debugger_state.of(session)
+    state = debugger.of(session)
     rec, ids = keras_like()
     state.adopt(rec, rec.to_dict())
     G = graph.build(rec, tape=1, group=False)
@@ -200,12 +200,12 @@ def test_callouts_layers_and_chart_clicks_pick_nodes():
 
 def test_an_examples_explanation_goes_with_its_code_only():
     session = {}
-    state = debugger_state.of(session)
+    state = debugger.of(session)
     state.start_from_url({"example": "higher_order"})
     assert state.example_shown() == "higher_order"
     state.edited("import tensorflow as tf\nx = tf.constant(1.0)\n", submitted=False)   # typed over it
     assert state.example_shown() is None
-    state.edited(editor.example_code("higher_order"), submitted=False)                 # typed back
+    state.edited(examples.code("higher_order"), submitted=False)                 # typed back
     assert state.example_shown() == "higher_order"
 
 
@@ -220,7 +220,7 @@ def test_an_opened_recording_replaces_the_last_runs_status_with_its_file():
 
 
 def test_a_step_of_the_run_view_opens_its_graph_only_when_its_ops_were_kept():
-    state = debugger_state.of({})
+    state = debugger.of({})
     answer = recorded()
     tape = answer["tapes"][0]["id"]
     # two calls of one line: the first's ops kept (it is the tape's call 0), the second's dropped

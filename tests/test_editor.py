@@ -6,25 +6,25 @@ import threading
 import pytest
 
 from tapeviz import examples
-from tapeviz.page import editor
-from tapeviz.page.run_job import RunJob
+from tapeviz.ui import editor
+from tapeviz.state.run_job import RunJob
 
 
 @pytest.mark.parametrize("name", examples.names())
 def test_example_code_is_the_file_after_its_docstring(name):
     source = examples.load(name).source
-    doc, code = editor.split_docstring(source)
+    doc, code = examples.split_docstring(source)
     tree = ast.parse(source)
     assert doc == ast.get_docstring(tree)                  # the reference: Python's own parse
     assert ast.get_docstring(ast.parse(code)) is None
     # Same statements, same order: only the docstring went.
     assert ast.dump(ast.parse(code)) == ast.dump(ast.Module(body=tree.body[1:], type_ignores=[]))
-    assert code == editor.example_code(name) and not code.startswith("\n")
+    assert code == examples.code(name) and not code.startswith("\n")
 
 
 def test_a_program_without_docstring_is_kept_whole():
-    assert editor.split_docstring("x = 1\n") == ("", "x = 1\n")
-    assert editor.split_docstring("if x\n") == ("", "if x\n")        # not Python: untouched
+    assert examples.split_docstring("x = 1\n") == ("", "x = 1\n")
+    assert examples.split_docstring("if x\n") == ("", "if x\n")        # not Python: untouched
 
 
 def test_markers_are_ace_rows_and_an_error_annotation():

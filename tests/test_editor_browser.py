@@ -6,7 +6,7 @@ import pytest
 
 from browser_util import WAIT_MS, assert_no_exception, screenshot_path, streamlit_server, sync_api, CHROMIUM, ARGS
 
-from tapeviz.page import share
+from tapeviz.state import share
 
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
 

@@ -3,6 +3,7 @@ large text, and a step-through that reveals without moving anything."""
 import pytest
 
 from tapeviz.draw import figures, graph, layout
+from tapeviz.words import values
 from test_graph import Builder, keras_like, o, t, wxb
 from test_graph_lesson import loop
 from test_figures import label_boxes, overlaps
@@ -86,7 +87,7 @@ def test_wxb_shows_each_variables_gradient_on_its_node():
     _, _, fig = drawn(rec, tape=1, call=0)
     variables = trace(fig, "variables")
     text = dict(zip(variables.customdata, variables.text))
-    assert text[t(ids["w"])] == "w = 2<br>grad " + graph.short_value(rec.tensor(ids["dw"]))
+    assert text[t(ids["w"])] == "w = 2<br>grad " + values.short_value(rec.tensor(ids["dw"]))
     assert text[t(ids["b"])].startswith("b = 1<br>grad ")
 
 

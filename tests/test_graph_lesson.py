@@ -3,6 +3,7 @@ and the ops an unwatched input kept off the tape. Hand-built recordings, no Tens
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.words import values
 from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
 from test_graph import Builder, o, t, wxb
 
@@ -63,7 +64,7 @@ def test_a_few_repeats_stay_unfolded():
 def test_labels_carry_the_value_and_the_exact_gradient_of_each_source():
     rec, ids = wxb()
     G = graph.build(rec, tape=1, call=0)
-    assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + graph.short_value(rec.tensor(ids["dw"]))
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + values.short_value(rec.tensor(ids["dw"]))
     assert G.nodes[t(ids["x"])]["label"] == "x = 3\ngrad None"
     assert G.nodes[t(ids["z"])]["label"] == "z\ngrad 1"     # the target; z has no recorded value here
     assert G.nodes[t(ids["wx"])]["label"].endswith("size of grad 1")
@@ -75,9 +76,9 @@ def test_big_tensors_show_shape_and_norm():
     b = Builder()
     big = b.tensor("h", shape=(10, 10))
     b.rec.tensor(big).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
-    assert graph.short_value(b.rec.tensor(big)) == "10×10, size 10"     # sqrt(100 * (0 + 1))
+    assert values.short_value(b.rec.tensor(big)) == "10×10, size 10"     # sqrt(100 * (0 + 1))
     small = b.tensor("v", shape=(3,), value=[1.0, 2.5, 3.0])
-    assert graph.short_value(b.rec.tensor(small)) == "[1, 2.5, 3]"
+    assert values.short_value(b.rec.tensor(small)) == "[1, 2.5, 3]"
 
 
 def test_x_times_x_is_one_edge_counting_two_inputs():
@@ -187,7 +188,7 @@ def test_small_flow_gradients_are_labelled_with_their_signed_values():
     assert G.nodes[t(ids["wx"])]["grad_text"] == "grad -2"
     assert G.nodes[t(ids["z"])]["grad_text"] == "grad 1"
     # a source keeps its exact gradient from the call's results, not the flow
-    assert G.nodes[t(ids["w"])]["grad_text"] == "grad " + graph.short_value(rec.tensor(ids["dw"]))
+    assert G.nodes[t(ids["w"])]["grad_text"] == "grad " + values.short_value(rec.tensor(ids["dw"]))
     # a recording from before the field: the norm in words, as before
     call.flow = [FlowEntry(ids["wx"], 2.0)]
     assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2"
@@ -224,7 +225,7 @@ def test_a_variable_in_a_steps_graph_shows_the_value_that_step_read():
     rec, w, reads = two_steps()
     for tape_id, read in zip((1, 2), reads):
         label = graph.build(rec, tape=tape_id, call=0).nodes[t(w)]["label"]
-        assert label.splitlines()[0] == "w = " + graph.number_text(rec.tensor(read).value)
+        assert label.splitlines()[0] == "w = " + values.number_text(rec.tensor(read).value)
         assert graph.build(rec, tape=tape_id).nodes[t(w)]["label"] == label.splitlines()[0]
     assert rec.tensor(w).value == 2.0         # the recording itself is not changed
 

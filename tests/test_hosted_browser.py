@@ -7,7 +7,7 @@ import time
 import pytest
 
 from browser_util import assert_no_exception, browser_page, screenshot_path, streamlit_server
-from tapeviz.page import share
+from tapeviz.state import share
 from tapeviz.server import sandbox
 
 SANDBOXED, WHY_NOT = sandbox.probe()

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from browser_util import assert_no_exception, browser_page, screenshot_path, streamlit_server
-from tapeviz.page import share
+from tapeviz.state import share
 from tapeviz.server import sandbox
 from test_data import zipped_zeros_npz
 from test_hosted_browser import _server_pid

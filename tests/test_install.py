@@ -59,7 +59,7 @@ def test_the_tapeviz_command_is_python_m_tapeviz(installed, tmp_path):
                            env=clean_env(), capture_output=True, text=True, timeout=120)
     package, app = where.stdout.split()
     assert package.startswith(str(installed)) and app == str(installed / "share/tapeviz/app.py")
-    assert (installed / "share/tapeviz/views/debugger.py").is_file()
+    assert (installed / "share/tapeviz/pages/debugger.py").is_file()
 
 
 def test_the_installed_command_records_a_program(installed, tmp_path):

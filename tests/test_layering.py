@@ -87,3 +87,36 @@ def test_importing_everything_else_loads_no_tensorflow():
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(names) >= 15   # the walk found the package, not an empty folder
+
+
+# The rooms of tapeviz/ and what each may import of the others (DESIGN.md, "Layout"). A
+# room not listed may import any room but the worker. Streamlit is the ui room's alone.
+ROOMS_MAY_NOT_IMPORT = {
+    "words": ("draw", "state", "ui", "server", "worker"),
+    "draw": ("state", "ui", "server", "worker"),
+    "state": ("ui", "worker"),
+    "server": ("draw", "state", "ui", "words", "worker"),
+}
+
+
+def room(path: Path):
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def test_rooms_import_only_downward():
+    offenders = []
+    for path in server_side_modules():
+        for name, _ in imported_names(path):
+            parts = name.split(".")
+            if parts[0] == "streamlit" and room(path) != "ui":
+                offenders.append(f"{path.relative_to(ROOT)} imports Streamlit (only tapeviz/ui may)")
+            if parts[0] == "tapeviz" and len(parts) > 1 and parts[1] in ROOMS_MAY_NOT_IMPORT.get(room(path), ()):
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not offenders, "imports running back up:\n" + "\n".join(offenders)
+
+
+def test_the_pages_are_the_layout_the_project_was_asked_for():
+    top = {p.name for p in ROOT.iterdir()}
+    assert {"app.py", "tapeviz", "pages", "tests", "requirements.txt"} <= top
+    assert {p.name for p in (ROOT / "pages").glob("*.py")} == {"debugger.py", "train.py"}

@@ -35,7 +35,7 @@ def server():
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
 def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, width, height):
-    from tapeviz.page import share
+    from tapeviz.state import share
     with browser_page() as page:
         arrive(page, f"{server}/?code={share.encode(UNWATCHED)}", width, height)
         assert page.evaluate("window.scrollY") == 0

@@ -1,4 +1,4 @@
-"""Pages that open one example's link share one run of it (tapeviz/page/link_runs.py).
+"""Pages that open one example's link share one run of it (tapeviz/state/link_runs.py).
 
 The runs here are stand-ins that count their calls and block until released, so that the
 tests decide the order in which pages arrive; the page-level test with real workers is
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tapeviz.page.link_runs import SHARING, LinkRuns
+from tapeviz.state.link_runs import SHARING, LinkRuns
 
 SOURCE = "import tensorflow as tf\nprint(tf.constant(1.0))\n"
 

@@ -9,7 +9,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tapeviz.draw import graph
-from tapeviz.page import debugger_state, markdown, messages, view
+from tapeviz.state import debugger, view
+from tapeviz.words import markdown, notes
 from tapeviz.recording import Recording
 
 HOSTILE = ("![x](http://evil.example/x.png) [Your session expired: log in again](http://evil.example) "
@@ -72,25 +73,25 @@ def recording(**error):
 
 def test_an_error_title_message_and_hint_are_text():
     rec = recording(type="Evil![x](http://evil.example/t.png)", message=HOSTILE, hint=HOSTILE)
-    line = messages.error_line(rec)
+    line = notes.error_line(rec)
     inert(line)
     assert line.startswith("**Evil") and " at line 1: " in line
     assert HOSTILE in shown(line).replace("∶", ":")
-    inert(messages.hint(rec))
-    assert messages.error_line(recording(type="Timeout")).startswith("**Timeout (the run")
+    inert(notes.hint(rec))
+    assert notes.error_line(recording(type="Timeout")).startswith("**Timeout (the run")
 
 
 def test_warnings_drops_and_skips_from_a_recording_are_text():
-    inert(messages.warning_line({"line": 3, "message": HOSTILE}))
-    inert(messages.warning_line(HOSTILE))
-    inert(messages.skipped_note({"note": HOSTILE}))
-    inert(messages.dropped_note({HOSTILE: 3}))
+    inert(notes.warning_line({"line": 3, "message": HOSTILE}))
+    inert(notes.warning_line(HOSTILE))
+    inert(notes.skipped_note({"note": HOSTILE}))
+    inert(notes.dropped_note({HOSTILE: 3}))
 
 
 def test_an_opened_file_names_its_program_and_args_as_text():
     rec = Recording.from_dict({"schema": "tapeviz.recording/1", "source": "",
                                "program": "`[p](http://evil.example)`", "argv": ["p", HOSTILE]})
-    said = messages.opened_caption("[f](http://evil.example).json", rec)
+    said = notes.opened_caption("[f](http://evil.example).json", rec)
     inert(said)
     assert said.endswith("**Run** records the editor's text afresh.")
 
@@ -133,22 +134,22 @@ def test_the_inspector_is_text():
     G = graph.build(rec, tape=0, call=0, fold=False)
     for node in G:
         d = view.details(rec, G, node)
-        inert(messages.inspector(d))
+        inert(notes.inspector(d))
         if d.producer:
-            inert(messages.made_by(d.producer))
+            inert(notes.made_by(d.producer))
         if d.consumers:
-            inert(messages.used_by(d.consumers))
+            inert(notes.used_by(d.consumers))
 
 
 @pytest.mark.parametrize("params", [{"example": HOSTILE}, {"code": HOSTILE}])
 def test_a_hostile_link_is_told_as_text(params):
-    state = debugger_state.of({})
+    state = debugger.of({})
     state.start_from_url(params)
     inert(state.url_problem)
 
 
 def test_a_hostile_file_is_told_as_text(tmp_path):
-    state = debugger_state.of({})
+    state = debugger.of({})
     state.open_bytes(b"{not json " + HOSTILE.encode(), "[f](http://evil.example).json")
     inert(state.open_problem)
     state.open_path(str(tmp_path / "[g](http://evil.example).json"))

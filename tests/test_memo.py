@@ -1,10 +1,10 @@
-"""The drawn-graph memo shared by all sessions (page/memo.py): bounded in bytes together and
+"""The drawn-graph memo shared by all sessions (state/memo.py): bounded in bytes together and
 in entries per session, least recently used out first; its size estimate checked against
 what tracemalloc measures for real drawn graphs."""
 import tracemalloc
 
 from tapeviz.draw import graph, layout
-from tapeviz.page.memo import SharedMemo, graph_bytes
+from tapeviz.state.memo import SharedMemo, graph_bytes
 from tapeviz.recording import Recording
 
 

@@ -840,7 +840,7 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     function's graph in its block and gradient call, in the order, types and shapes of the
     graph plain TensorFlow builds; the graph itself, the results and the output unchanged."""
     from tapeviz.draw import graph, overview
-    from tapeviz.page import view
+    from tapeviz.state import view
     plain, out = run_plain(TRACED_STEP)
     rec, ns = run_recorded(TRACED_STEP)
     assert rec.error is None and rec.stdout == out

@@ -9,7 +9,7 @@ import pytest
 from tapeviz import recording_gate as gate
 from tapeviz.draw import graph
 from tapeviz import examples
-from tapeviz.page import opened
+from tapeviz.state import opened
 from tapeviz.recording import Recording
 from tapeviz.server import protocol
 from tapeviz.worker import recorder

@@ -7,7 +7,8 @@ tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
 from tapeviz.draw import figures, graph, layout  # noqa: E402
-from tapeviz.page import view, viewport  # noqa: E402
+from tapeviz.state import view  # noqa: E402
+from tapeviz.ui import viewport  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from test_figures import overlaps  # noqa: E402
 

@@ -52,7 +52,7 @@ def showing(page) -> str:
 
 
 def test_a_click_on_a_step_of_the_run_opens_that_steps_graph(server):
-    from tapeviz.page import share
+    from tapeviz.state import share
     with browser_page() as page:
         page.goto(f"{server}/?code={share.encode(LOOP)}")
         page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)
@@ -93,7 +93,7 @@ TO_THE_END = """() => { let pane = document.querySelector('.js-plotly-plot').par
 
 
 def test_show_it_scrolls_its_node_into_the_middle_of_the_screen(server):
-    from tapeviz.page import share
+    from tapeviz.state import share
     with browser_page() as page:
         page.set_viewport_size({"width": 1024, "height": 520})
         page.goto(f"{server}/?code={share.encode(UNWATCHED)}")

@@ -4,7 +4,8 @@ import random
 import re
 import string
 
-from tapeviz.page import markdown, share
+from tapeviz.words import markdown
+from tapeviz.state import share
 
 
 def test_a_link_over_the_cap_is_refused_with_a_message():

@@ -7,7 +7,8 @@ import base64
 import pytest
 
 from tapeviz.draw import graph
-from tapeviz.page import markdown, share, view
+from tapeviz.words import markdown
+from tapeviz.state import share, view
 from tapeviz.recording import Recording
 from test_graph import keras_like, wxb
 

@@ -6,7 +6,8 @@ import textwrap
 import pytest
 
 from tapeviz.draw import graph
-from tapeviz.page import view
+from tapeviz.words import values
+from tapeviz.state import view
 from test_view_worker import plain, recorded
 
 SCALARS = textwrap.dedent("""
@@ -45,7 +46,7 @@ def test_an_all_scalar_programs_labels_carry_plain_tfs_signed_gradients(tmp_path
             assert "size of" not in d["label"], d["label"]
             grad_of_value[rec.tensor(d["ref"]).value] = d["grad_text"]
     for value, grad in reference:      # y = 9: -2, -2y = -18: 1, z = -17: 1, x = 3: -12
-        assert grad_of_value[value] == "grad " + graph.number_text(grad), (value, grad_of_value)
+        assert grad_of_value[value] == "grad " + values.number_text(grad), (value, grad_of_value)
     assert any(g.startswith("grad -") for g in grad_of_value.values())
 
 
@@ -71,5 +72,5 @@ def test_each_steps_graph_shows_the_variable_as_that_step_read_it(tmp_path):
         tape, call = view.parse_view(key)
         G = graph.build(rec, tape=tape, call=call)
         node = next(d for _, d in G.nodes(data=True) if d.get("name") == "w")
-        assert node["label"].splitlines()[0] == "w = " + graph.number_text(w), (key, node["label"])
-    assert len({graph.number_text(w) for w in printed}) == 5, "the steps must differ for the test to tell"
+        assert node["label"].splitlines()[0] == "w = " + values.number_text(w), (key, node["label"])
+    assert len({values.number_text(w) for w in printed}) == 5, "the steps must differ for the test to tell"

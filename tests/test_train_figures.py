@@ -99,9 +99,9 @@ def test_step_axes_do_not_start_below_zero_and_epoch_labels_sit_left():
 
 
 def test_the_page_lists_each_layers_warning_once():
-    from tapeviz.page import train_state
+    from tapeviz.state import training_run
     warnings = [{"kind": "vanishing", "layer": layer, "step": s} for s in (11, 12, 13)
                 for layer in ("conv2d", "dense")] + [{"kind": "exploding", "layer": "dense", "step": 14}]
-    listed = train_state.first_per_layer(warnings)
+    listed = training_run.first_per_layer(warnings)
     assert [(w["kind"], w["layer"], w["step"]) for w in listed] == [
         ("vanishing", "conv2d", 11), ("vanishing", "dense", 11), ("exploding", "dense", 14)]

@@ -9,7 +9,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tapeviz.page import debugger_state
+from tapeviz.state import debugger
 
 pytestmark = pytest.mark.slow   # every training run here is a real worker
 
@@ -24,7 +24,7 @@ if SHARED_MNIST.is_dir():   # before any worker starts: workers inherit the envi
 def training_page(epochs=5):
     """The page with a small run set up: 2,000 digits, batches of 16 (100 steps an epoch)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page("views/train.py").run()
+    at.switch_page("pages/train.py").run()
     at.number_input(key="t_epochs").set_value(epochs)
     at.selectbox(key="t_batch").set_value(16)
     at.selectbox(key="t_digits").set_value(2000)
@@ -96,10 +96,10 @@ def test_start_steps_stop_resume_reset():
 def test_a_run_is_submitted_with_its_browsers_client_id():
     """The fair share of a browser's tabs (server/queues.py) counts training runs too. AppTest
     has no browser (session.client_id() is None there), so the page's runner is given one."""
-    from tapeviz.page import train_state
+    from tapeviz.state import training_run
     at = press(training_page(epochs=1), "Start")
     page_run = wait_for(at, lambda r: r.job is not None, "the page's job")
-    run = train_state.Run(page_run._runner, page_run.config, "another-tab", client="browser-1")
+    run = training_run.Run(page_run._runner, page_run.config, "another-tab", client="browser-1")
     deadline = time.monotonic() + TIMEOUT
     while run.job is None and run.failed is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -143,11 +143,11 @@ def test_inspect_this_step_opens_the_debugger_on_the_recorded_step():
         live = False
     if live:     # the step the run takes next: its weights, Adam's state and batch
         assert run.snapshot is not None and "error" not in run.snapshot
-        assert at.session_state[debugger_state.KEY].source == run.snapshot["step_program"]
-        assert "np.load" in at.session_state[debugger_state.KEY].source
+        assert at.session_state[debugger.KEY].source == run.snapshot["step_program"]
+        assert "np.load" in at.session_state[debugger.KEY].source
         assert not at.error, [e.value for e in at.error]
     else:
-        assert at.session_state[debugger_state.KEY].source == program
+        assert at.session_state[debugger.KEY].source == program
     shown = at.selectbox(key="view").value                  # the step's gradient flow
     assert shown.startswith("call:") and shown.endswith(":0"), shown
     assert at.toggle(key="group").value is True             # grouped by layer
@@ -156,17 +156,17 @@ def test_inspect_this_step_opens_the_debugger_on_the_recorded_step():
 
 
 def test_speed_and_eta_from_the_step_records():
-    from tapeviz.page import train_state
+    from tapeviz.state import training_run
 
     steps = [{"step": i, "elapsed_s": 0.5 + 0.1 * i, "steps_per_s": 1.0, "total_steps": 100}
              for i in range(1, 41)]
-    assert train_state.recent_rate(steps) == pytest.approx(10.0)
-    assert train_state.steady_rate(steps) == pytest.approx(10.0)
-    assert train_state.steady_rate(steps[:4]) is None
-    assert len(train_state.thin(list(range(10_000)), 1000)) <= 1001
-    assert train_state.thin(list(range(10_000)), 1000)[-1] == 9_999
-    assert train_state.duration(75) == "1:15 min" and train_state.duration(None) == "—"
-    text = train_state.warning_text({"kind": "vanishing", "layer": "guide/conv1", "step": 120,
+    assert training_run.recent_rate(steps) == pytest.approx(10.0)
+    assert training_run.steady_rate(steps) == pytest.approx(10.0)
+    assert training_run.steady_rate(steps[:4]) is None
+    assert len(training_run.thin(list(range(10_000)), 1000)) <= 1001
+    assert training_run.thin(list(range(10_000)), 1000)[-1] == 9_999
+    assert training_run.duration(75) == "1:15 min" and training_run.duration(None) == "—"
+    text = training_run.warning_text({"kind": "vanishing", "layer": "guide/conv1", "step": 120,
                                      "message": "gradient norm of guide/conv1/kernel fell"})
     assert "guide/conv1" in text and "step 120" in text
 
@@ -174,11 +174,11 @@ def test_speed_and_eta_from_the_step_records():
 def test_only_the_newest_step_snapshots_stay_on_disk():
     # Each "Inspect this step" press saves weights, Adam's state and a batch (about a
     # megabyte): a practitioner pressing it all afternoon must not fill /tmp
-    from tapeviz.page import train_state
+    from tapeviz.state import training_run
     made = []
-    for _ in range(train_state.KEEP_SNAPSHOTS + 3):
-        made.append(train_state.snapshot_folder())
+    for _ in range(training_run.KEEP_SNAPSHOTS + 3):
+        made.append(training_run.snapshot_folder())
         pathlib.Path(made[-1], "step.npz").write_bytes(b"saved by the training worker")
     assert all(os.path.isfile(os.path.join(f, "step.npz"))
-               for f in made[-train_state.KEEP_SNAPSHOTS:])
+               for f in made[-training_run.KEEP_SNAPSHOTS:])
     assert not any(os.path.exists(f) for f in made[:3])

@@ -1,8 +1,9 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
-from tapeviz import explain
+from tapeviz.words import reasons
 from tapeviz.draw import graph
-from tapeviz.page import markdown, view
+from tapeviz.words import markdown
+from tapeviz.state import view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
 from test_graph import Builder, o, t, wxb
 from test_graph_lesson import loop
@@ -52,7 +53,7 @@ def test_a_none_callout_says_the_reason_and_the_fix_in_short_words():
     rec, ids = wxb()
     rec.tensor(ids["x"]).dtype = "int32"
     tp = rec.tapes[0]
-    reason = explain.none_reason(ops=rec.ops, tensors={x.id: x for x in rec.tensors}, tape=tp,
+    reason = reasons.none_reason(ops=rec.ops, tensors={x.id: x for x in rec.tensors}, tape=tp,
                                  targets=[ids["z"]], source=ids["x"])
     tp.gradients[0].results[2].none_reason = reason
     kind, fix = reason.split(":")[0], reason.split(". ")[-1].split(" (")[0]
@@ -441,7 +442,7 @@ def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
 def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
     """The debugger records a loop's first steps; the sentence and the note still speak of the
     whole loop, and the note is not mistaken for --tapes."""
-    from tapeviz.page import messages
+    from tapeviz.words import notes
     rec = Recording(source="for step in range(313):\n    with tf.GradientTape() as tape:\n")
     rec.tapes = [Tape(id=i, line=2, persistent=False, watch_accessed_variables=True, parent=None,
                       file="program.py") for i in range(20)]
@@ -451,8 +452,8 @@ def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
                    "recorded": 20, "note": "steps 21–313 of the loop at line 2 ran uninstrumented"}
     assert view.loop_words(rec, rec.tapes[-1]).startswith(
         "one step of a loop whose `with` ran ×313 steps: step 20")
-    assert messages.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
-    assert messages.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")
+    assert notes.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
+    assert notes.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")
 
 
 def test_a_training_steps_sentence_gives_its_loss_and_the_range_of_its_gradients():

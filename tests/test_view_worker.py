@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from tapeviz.draw import graph
-from tapeviz.page import view
+from tapeviz.words import values
+from tapeviz.state import view
 from tapeviz.recording import Recording
 from tapeviz.server import runner
 from tapeviz.server.config import Limits
@@ -84,8 +85,8 @@ def test_a_persistent_tapes_three_calls_open_on_one_picture(tmp_path):
     G = graph.build(rec, tape=tape, call=call)
     by_name = {d.get("name"): d for _, d in G.nodes(data=True) if d["kind"] == "tensor"}
     assert none == "None" and by_name["x"]["grad_text"] == "grad None"
-    assert by_name["w"]["grad_text"] == "grad " + graph.number_text(float(dw))
-    assert by_name["b"]["grad_text"] == "grad " + graph.number_text(float(db))
+    assert by_name["w"]["grad_text"] == "grad " + values.number_text(float(dw))
+    assert by_name["b"]["grad_text"] == "grad " + values.number_text(float(db))
     assert "not watched" in by_name["x"]["none_reason"]
 
 
@@ -105,12 +106,12 @@ def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
 
 @pytest.mark.slow
 def test_the_nested_tapes_sentence_carries_plain_tfs_second_derivative(tmp_path):
-    from tapeviz.page import editor
-    nested = editor.example_code("higher_order").replace("tf.Variable(1.0)", "tf.Variable(1.5)")
+    from tapeviz import examples
+    nested = examples.code("higher_order").replace("tf.Variable(1.0)", "tf.Variable(1.5)")
     printed = dict(line.split(" = ") for line in plain(nested, tmp_path))
     rec = recorded(nested, tmp_path)
     said = view.sentence(rec, view.default_view(rec))
-    expect = f"d²y/dx² = {graph.number_text(float(printed['d2y_dx2']))} at x = 1.5"
+    expect = f"d²y/dx² = {values.number_text(float(printed['d2y_dx2']))} at x = 1.5"
     assert "y = x·x·x" in said.replace("\\", "") and expect in said.replace("\\", ""), said
 
 
@@ -189,7 +190,7 @@ def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
     G = graph.build(rec, group=True)
     (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
     assert logits["stacked"] == 8 and logits["label"].startswith("logits ×8")
-    assert logits["label"].endswith("size " + graph.number_text(norms[-1])), "the newest step's logits"
+    assert logits["label"].endswith("size " + values.number_text(norms[-1])), "the newest step's logits"
 
 
 @pytest.mark.slow
@@ -197,22 +198,22 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
     """The persistent tape's two answers, a jacobian's matrix and a tf.function's input value,
     said by the page as it opens, against the numbers the same programs print under plain TF."""
     import re
-    from tapeviz.page import editor
+    from tapeviz import examples
 
     def numbers(text):
         return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
 
-    persistent = editor.example_code("persistent_tape")
+    persistent = examples.code("persistent_tape")
     printed = dict(line.split(" = ") for line in plain(persistent, tmp_path))
     said = view.sentence(rec := recorded(persistent, tmp_path), view.default_view(rec)).replace("\\", "")
     for name, target in (("dz_dx", "z"), ("dy_dx", "y")):
-        value = re.escape(graph.number_text(float(printed[name])))
+        value = re.escape(values.number_text(float(printed[name])))
         # the opened call's answer ("the gradient of `y` ... gives `x`: grad 6"), or another
         # call's, answer first ("`x`: grad 108 (of `z`, line 10)")
         assert re.search(rf"the gradient of `{target}`[^;]* gives `x`: grad {value}\b", said) or \
             re.search(rf"`x`: grad {value} \(of `{target}`", said), said
 
-    jacobian = editor.example_code("jacobian")
+    jacobian = examples.code("jacobian")
     out = "\n".join(plain(jacobian, tmp_path))
     matrix = numbers(out.split("dy_dx =")[1].split("dys_dxs")[0])
     rec = recorded(jacobian, tmp_path)
@@ -220,11 +221,11 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
     assert "the jacobian of `y` with respect to `x` is" in said, said
     assert numbers(said.split(" is ")[1]) == pytest.approx(matrix)
 
-    function = editor.example_code("tf_function")
+    function = examples.code("tf_function")
     printed = dict(line.split(" = ") for line in plain(function, tmp_path))
     rec = recorded(function, tmp_path)
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, tape=tape, call=call)
     labels = sorted(d["label"] for _, d in G.nodes(data=True) if d["kind"] == "tensor")
-    assert labels == [f"x = 3\ngrad {graph.number_text(float(printed['dy_dx']))}",
-                      f"y = {graph.number_text(float(printed['y']))}\ngrad 1"]
+    assert labels == [f"x = 3\ngrad {values.number_text(float(printed['dy_dx']))}",
+                      f"y = {values.number_text(float(printed['y']))}\ngrad 1"]

@@ -1,6 +1,6 @@
 """viewport: a graph taller than the window's room below it is drawn to end at the
 window's bottom; the browser side is tests/test_layout_browser.py's."""
-from tapeviz.page import viewport
+from tapeviz.ui import viewport
 
 
 def test_a_graph_ends_at_the_windows_bottom_only_when_that_leaves_it_legible():

@@ -1,5 +1,5 @@
 """The graph's labels are placed for the chart the browser really draws: the window's width
-reaches the figure's label placement (page/viewport.py), so a wide "Graph first" page names
+reaches the figure's label placement (ui/viewport.py), so a wide "Graph first" page names
 more of a crowded graph's boxes than a narrow page does."""
 import json
 import os
@@ -37,7 +37,7 @@ def drawn_boxes(recording, chart_width, height=None):
     (and `height` px tall when the page fitted it to the window): (how many
     labels, how many of its folded-loop and layer boxes are named)."""
     from tapeviz.draw import figures, graph, layout, overview
-    from tapeviz.page import view
+    from tapeviz.state import view
     rec = overview.as_recording(json.loads((recording / "run.json").read_text()))
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, tape=tape, call=call, group=graph.opens_grouped(rec))
@@ -71,7 +71,7 @@ def labels_on_page(page, viewer, width, height, graph_first):
 
 
 def test_a_wide_graph_first_page_names_more_boxes_than_a_narrow_one(recording, viewer):
-    from tapeviz.page import viewport
+    from tapeviz.ui import viewport
     with browser_page() as page:
         (wide_chart, wide_h, wide_w), wide_labels = labels_on_page(page, viewer, 1600, 1000, graph_first=True)
     with browser_page() as page:

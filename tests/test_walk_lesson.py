@@ -6,8 +6,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
-from tapeviz.draw import graph  # noqa: E402
-from tapeviz.page import view  # noqa: E402
+from tapeviz.words import values  # noqa: E402
+from tapeviz.state import view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from test_recorder import TAPE_IN_A_TF_FUNCTION, run_plain  # noqa: E402
 
@@ -49,7 +49,7 @@ def test_a_training_loops_sentence_says_how_its_loss_went_over_the_steps():
     said = view.sentence(rec, view.opening(rec)["view"])
     losses = plain_losses()
     assert losses[-1] < losses[0]
-    first, last = (graph.number_text(x).replace(".", "\\.") for x in (losses[0], losses[-1]))
+    first, last = (values.number_text(x).replace(".", "\\.") for x in (losses[0], losses[-1]))
     assert f"Over the 4 steps recorded, `loss` fell from {first} to {last}." in said
 
 
@@ -65,7 +65,7 @@ def test_tf1_code_is_said_to_build_a_graph_and_the_eager_line_to_run_at_once():
     eager = float(tf.constant(3.0) * tf.constant(5.0))     # what the eager line gives
     assert said.startswith("Lines 3–8 are TensorFlow 1's way")
     assert "`sess.run`" in said and "none of them is drawn" in said
-    assert f"line 9's `*` gave {graph.number_text(eager)} at once" in said
+    assert f"line 9's `*` gave {values.number_text(eager)} at once" in said
 
 
 def test_eager_code_alone_says_nothing_of_tf1():
@@ -101,7 +101,7 @@ def test_a_tape_traced_in_a_tf_function_says_what_each_eager_call_returned():
     rec = recorder.record(TAPE_IN_A_TF_FUNCTION)
     said = view.sentence(rec, view.opening(rec)["view"])
     names, _ = run_plain(TAPE_IN_A_TF_FUNCTION)
-    two, three = (graph.number_text(float(names["grad_of_square"](tf.constant(x)))) for x in (2.0, 3.0))
+    two, three = (values.number_text(float(names["grad_of_square"](tf.constant(x)))) for x in (2.0, 3.0))
     assert (f"Called eagerly on line 8, `grad_of_square(2)` returned {two} and on line 9, "
             f"`grad_of_square(3)` returned {three}.") in said
     assert "`x`: grad \\(a scalar, computed inside the graph\\)" in said
@@ -113,6 +113,6 @@ def test_nested_tapes_say_both_derivatives_the_guide_prints():
     program = examples.load("higher_order").source
     rec = recorder.record(program)
     names, _ = run_plain(program)
-    first, second = (graph.number_text(float(names[n])) for n in ("dy_dx", "d2y_dx2"))
+    first, second = (values.number_text(float(names[n])) for n in ("dy_dx", "d2y_dx2"))
     said = view.sentence(rec, view.opening(rec)["view"]).replace("\\", "")
     assert f"so dy/dx = {first} and d²y/dx² = {second} at x = 1." in said

@@ -6,14 +6,14 @@ layout.py places them and figures.py draws them. No TensorFlow here.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from typing import Iterable, Optional
 
 import networkx as nx
 
 from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
-from . import op_words
+from ..words import spelling
+from ..words.values import (count, grad_words, line_words, norm_words, number_text, numbers_text, shape_text, short_value, small, tensor_brief, tensor_name)
 
 READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"
@@ -52,18 +52,6 @@ VALUE_CHARS = 160
 MAX_NODES = 50_000
 MAX_TEXT = 16_000_000
 LABEL_LINE = 18           # "name = value" longer than this takes two label lines
-
-
-def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
-    """"line 6", or "line 6 of trainer/losses.py" when it is another file than the program's."""
-    return place_words(rec.program, file, line)
-
-
-def place_words(program: Optional[str], file: Optional[str], line: Optional[int]) -> str:
-    """line_words for a drawn graph, whose G.graph["program"] is the recording's program."""
-    if file and program and file != program:
-        return f"line {line} of {file}"
-    return f"line {line}"
 
 
 def tensor_node(tensor_id: int) -> str:
@@ -569,7 +557,7 @@ class _Speller:
     def __call__(self, op) -> str:
         if op.function:
             return op.function
-        if op.phase == BACKWARD and (name := op_words.backward_name(op.type)) is not None:
+        if op.phase == BACKWARD and (name := spelling.backward_name(op.type)) is not None:
             return name
         text = ""
         if op.phase == FORWARD and op.line is not None:   # backward ops: no line of the user's made them
@@ -578,10 +566,10 @@ class _Speller:
             lines = self.lines[op.file]
             text = lines[op.line - 1] if 0 < op.line <= len(lines) else ""
         # inside a Keras layer the line is `model(x)`: only a spelling it shows is the user's
-        spelled = op_words.python_name(op.type, text, guess=False)
-        if spelled == op.type and not op.scope and (call := op_words.line_call(text)) is not None:
+        spelled = spelling.python_name(op.type, text, guess=False)
+        if spelled == op.type and not op.scope and (call := spelling.line_call(text)) is not None:
             return call     # one of the ops `tf.norm(d)` ran: the student wrote tf.norm
-        return op_words.python_name(op.type, text, guess=not op.scope)
+        return spelling.python_name(op.type, text, guess=not op.scope)
 
 
 def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int, said: str) -> None:
@@ -624,7 +612,7 @@ def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict
         category = CONSTANT_NODE
     else:
         category = INTERMEDIATE
-    G.add_node(node, kind="tensor", category=category, label=info.name or _short_shape(info.shape),
+    G.add_node(node, kind="tensor", category=category, label=info.name or shape_text(info.shape),
                name=info.name, line=info.line if info.line is not None else getattr(producer, "line", None),
                file=info.file if info.line is not None else getattr(producer, "file", None),
                order=order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t,
@@ -644,7 +632,7 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
         for entry in call.flow:
             norms[alias(entry.tensor)] = as_float(entry.norm)
             value = getattr(entry, "value", None)
-            if value is not None and (not isinstance(value, list) or _count(value) <= 4):
+            if value is not None and (not isinstance(value, list) or count(value) <= 4):
                 signed[alias(entry.tensor)] = value
     targets = {alias(t) for t in call.target} if call is not None else set()
     # A jacobian's flow is d sum(target) / d t: said so ("grad of sum(y)"); on the target
@@ -670,11 +658,11 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                 elif t in targets and call.kind != "gradient":
                     pass
                 elif t in signed:
-                    lines.append(f"{grad} " + _value_text(signed[t]))
+                    lines.append(f"{grad} " + numbers_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
-                    lines.append(_norm_words(grad, norms[t]))
+                    lines.append(norm_words(grad, norms[t]))
             if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
                 cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
                 lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
@@ -688,72 +676,6 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
 
 
-def _norm_words(grad: str, norm) -> str:
-    """A flow's norm on a label: "size of grad 3.2"; a NaN or Inf one is no size but the
-    alarm itself, "grad ⚠ NaN" (as a source's gradient says it), never "size of grad inf"."""
-    if norm is not None and not math.isfinite(norm):
-        return f"{grad} ⚠ " + ("NaN" if norm != norm else "Inf")
-    return f"size of {grad} " + number_text(norm)
-
-
-def grad_words(grad, kind: str = "gradient") -> str:
-    """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
-    size in words when big, "grad None" when there is none. A jacobian is a matrix whose
-    norm teaches nothing: its numbers when small, else its shape ("jacobian 3×3")."""
-    if grad is None:
-        return "grad None"
-    if grad.stats is not None and (grad.stats.nan or grad.stats.inf) and not small(grad):
-        # its size would be the size of the finite part: a NaN must be said, not averaged
-        return "grad ⚠ " + ("NaN" if grad.stats.nan else "Inf") + (f" ({_short_shape(grad.shape)})" if grad.shape else "")
-    if kind != "gradient":
-        return "jacobian " + (short_value(grad) if small(grad) else _short_shape(grad.shape) or "?")
-    if not small(grad) and _norm(grad) is not None:
-        return "size of grad " + number_text(_norm(grad))
-    return "grad " + short_value(grad)
-
-
-def grad_size(grad) -> Optional[float]:
-    """A gradient's size (its L2 norm), None when its stats are unknown or not finite."""
-    if grad.stats is not None and (grad.stats.nan or grad.stats.inf):
-        return None
-    return _norm(grad)
-
-
-def short_value(info) -> str:
-    """A tensor in a few characters: its numbers when it has at most 4, else its shape and
-    size (the L2 norm, said in words)."""
-    if small(info):
-        return _value_text(info.value)
-    norm = _norm(info)
-    if norm is None:
-        return _short_shape(info.shape)     # nothing known of its value (the bounds dropped it)
-    return f"{_short_shape(info.shape) or 'scalar'}, size {number_text(norm)}"
-
-
-def small(info, most: int = 4) -> bool:
-    return info.value is not None and (not isinstance(info.value, list) or _count(info.value) <= most)
-
-
-def value_words(info, most: int = 16) -> Optional[str]:
-    """A tensor's numbers for a sentence, which has room for a 3×3 jacobian that a label has
-    not; None past `most` numbers."""
-    return _value_text(info.value) if small(info, most) else None
-
-
-def _norm(info) -> Optional[float]:
-    """The L2 norm, from the recorded mean and std: sqrt(n * (mean² + std²))."""
-    s = info.stats
-    if s is None or as_float(s.mean) is None or as_float(s.std) is None:
-        return None
-    n = math.prod(d or 1 for d in info.shape) if info.shape else 1
-    mean, std = as_float(s.mean), as_float(s.std)
-    return math.sqrt(n * (mean * mean + std * std))
-
-
-def _count(value) -> int:
-    return sum(_count(v) for v in value) if isinstance(value, list) else 1
-
-
 def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
     for node, data in G.nodes(data=True):
         if data["kind"] != REPEAT:
@@ -763,7 +685,7 @@ def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
         data["range"] = (low, high)
         data["label"] = f"{data['said']} ×{n}, line {data['line']}"
         lines = [f"{data['said']} ×{n}  ({data['phase']} ops repeated from {line_words(rec, data['file'], data['line'])})",
-                 *op_words.hover_lines(data["op_type"], data["said"])]
+                 *spelling.hover_lines(data["op_type"], data["said"])]
         if low is not None:
             lines.append(f"values from {number_text(low)} to {number_text(high)}")
         lines.append("click it, then Unfold, to see every op")
@@ -796,60 +718,12 @@ def _finish_groups(G: nx.DiGraph, rec: Recording) -> None:
         data["hover"] = _group_hover(rec, data)
 
 
-# -- words -----------------------------------------------------------------------
-
-def tensor_name(rec: Recording, t: int) -> str:
-    """A tensor in words: its Python name, else "tensor 7"."""
-    info = rec.tensor(t)
-    return info.name if info is not None and info.name else f"tensor {t}"
-
-
-def tensor_brief(rec: Recording, t: int) -> str:
-    """A tensor with its shape, for lists of inputs and outputs: "x [2, 3]", "t7 [2]"."""
-    info = rec.tensor(t)
-    if info is None:
-        return f"tensor {t}"
-    return (info.name or f"t{t}") + f" {list(info.shape)}"
-
-
-def _short_shape(shape) -> str:
-    if not shape:
-        return ""
-    return "×".join("?" if d is None else str(d) for d in shape)
-
-
-def number_text(x, digits: int = 4) -> str:
-    """A recorded number in words: `digits` significant digits for floats, integers whole
-    (a step count of 12345 is not 1.234e+04), nan/inf as Python writes them, "?" unknown."""
-    x = as_float(x)
-    if x is None:
-        return "?"
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:.{digits}g}"
-
-
-def _value_text(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_value_text(v) for v in value) + "]"
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, float, str)):
-        try:
-            return number_text(value)
-        except ValueError:     # a string tensor's own value
-            return repr(value)
-    return str(value)
-
-
 def _tensor_hover(info, category: str, producer) -> str:
     title = info.name or f"tensor {info.id}"
     lines = [f"{title}  ({category.replace('_', ' ')})",
              f"shape {list(info.shape)}  {info.dtype}"]
     if info.value is not None:
-        text = _value_text(info.value)
+        text = numbers_text(info.value)
         lines.append("value " + (text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"))
     if info.stats is not None:
         s = info.stats
@@ -874,7 +748,7 @@ def _op_hover(rec: Recording, op, said: str) -> str:
     if op.function:
         lines.append(f"tf.function, runs {op.type}")
     else:
-        lines += op_words.hover_lines(op.type, said)
+        lines += spelling.hover_lines(op.type, said)
     if op.traced:
         lines.append(f"traced into tf.function {op.traced}'s graph (ran there, not one by one)")
     for word, ids in (("in", op.inputs), ("out", op.outputs)):

@@ -59,3 +59,23 @@ def load(name: str) -> Example:
     # Unwrap the explanation's hard line breaks so the page can reflow it.
     explanation = " ".join(rest.split())
     return Example(name=name, title=title.strip(), explanation=explanation, source=source)
+
+
+def split_docstring(source: str) -> tuple[str, str]:
+    """(docstring, code): a module docstring and the program after it, blank lines trimmed.
+    Programs without one come back whole."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return "", source
+    doc = ast.get_docstring(tree, clean=True)
+    if not doc or not tree.body:
+        return "", source
+    end = tree.body[0].end_lineno
+    code = "\n".join(source.splitlines()[end:]).lstrip("\n")
+    return doc, code + ("\n" if source.endswith("\n") and not code.endswith("\n") else "")
+
+
+def code(name: str) -> str:
+    """What the editor shows for an example: its program, its explanation left out."""
+    return split_docstring(load(name).source)[1]

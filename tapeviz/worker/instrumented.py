@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.python.eager import backprop, context, record as tape_record
 from tensorflow.python.util import nest
 
-from .. import explain
+from ..words import reasons
 from . import shared_gradients
 from .frames import library_train_step
 from .capture import Session, handle_or_self
@@ -259,8 +259,8 @@ def make_tape_class(session: Session):
 
             call = GradientCall(line, kind, ids(target), ids(sources), file=session.here)
             if self._recording and self._persistent:
-                call.warning = explain.PERSISTENT_INSIDE_HINT
-                session.warnings.append({"line": line, "message": explain.PERSISTENT_INSIDE_HINT})
+                call.warning = reasons.PERSISTENT_INSIDE_HINT
+                session.warnings.append({"line": line, "message": reasons.PERSISTENT_INSIDE_HINT})
             state.rec.gradients.append(call)
             session.scan_names(frame)      # names for targets and sources first seen here
             return call

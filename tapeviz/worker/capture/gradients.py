@@ -4,7 +4,7 @@ tensors are described, in tensors.py, once their stats exist.)
 """
 from __future__ import annotations
 
-from ... import explain
+from ...words import reasons
 from .. import numerics
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, encode_float
 from .tensors import BIG, RESOURCE, SMALL_VALUE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
@@ -170,6 +170,6 @@ class GradientsAndAlerts:
         ops = list(self.ops)
         for r in call.results:
             if r.grad is None:
-                r.none_reason = explain.none_reason(
+                r.none_reason = reasons.none_reason(
                     ops=ops, tensors=self.records(), tape=state.rec, targets=call.target,
                     source=r.source, program=self.source)

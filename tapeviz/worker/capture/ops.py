@@ -17,7 +17,7 @@ from tensorflow.python.eager import context
 from tensorflow.python.util import nest
 
 from ...recording import (BACKWARD, FORWARD, Op, Tape)
-from ... import explain
+from ...words import reasons
 from ..frames import library_train_step, nearest_user_frame
 from ..traced import traced_at
 from .tensors import RESOURCE, TRAINABLE_ENUMS, EagerTensor, handle_or_self
@@ -353,7 +353,7 @@ class OpsAndTapes:
         if (at.file, at.line) not in self.traced_lines:
             self.traced_lines.add((at.file, at.line))
             self.warnings.append({"line": at.line, "file": at.file, "kind": "traced",
-                                  "message": explain.traced_tape_note(rec.function, at.python,
+                                  "message": reasons.traced_tape_note(rec.function, at.python,
                                                                          library)})
         if len(self.tapes) > self.max_tapes:
             self.drop_oldest_tape()

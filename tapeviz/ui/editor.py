@@ -1,15 +1,13 @@
 """The program editor: Ace (bundled in streamlit-code-editor's wheel, so it works offline)
 with line numbers, Python highlighting, Tab indentation, Ctrl+Enter to run, the error line
-and the picked node's line marked; and an example's code without its docstring.
+and the picked node's line marked.
 """
 from __future__ import annotations
 
-import ast
 from typing import Optional
 
 import streamlit as st
 
-from .. import examples
 
 ERROR_CLASS, PICK_CLASS = "tv-error-line", "tv-pick-line"
 # Ace draws markers as absolutely placed divs inside the editor's iframe.
@@ -46,26 +44,6 @@ MONOSPACE = "ui-monospace, 'DejaVu Sans Mono', 'Liberation Mono', Menlo, Consola
 RUN_BUTTON = {"name": "Run  (Ctrl+Enter)", "feather": "Play", "primary": True, "hasText": True,
               "alwaysOn": True, "showWithIcon": True, "commands": ["submit"],
               "style": {"bottom": "0.4rem", "right": "0.4rem"}}
-
-
-def split_docstring(source: str) -> tuple[str, str]:
-    """(docstring, code): a module docstring and the program after it, blank lines trimmed.
-    Programs without one come back whole."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return "", source
-    doc = ast.get_docstring(tree, clean=True)
-    if not doc or not tree.body:
-        return "", source
-    end = tree.body[0].end_lineno
-    code = "\n".join(source.splitlines()[end:]).lstrip("\n")
-    return doc, code + ("\n" if source.endswith("\n") and not code.endswith("\n") else "")
-
-
-def example_code(name: str) -> str:
-    """What the editor shows for an example: its program, its explanation left out."""
-    return split_docstring(examples.load(name).source)[1]
 
 
 def markers(error_line: Optional[int], pick_line: Optional[int], message: str = "") -> dict:

@@ -13,8 +13,8 @@ import streamlit as st
 from ..draw import figures, graph, layout
 from ..recording import Recording
 from ..server.runner import Runner, error_recording
-from .link_runs import LinkRuns
-from .memo import SharedMemo, graph_bytes
+from ..state.link_runs import LinkRuns
+from ..state.memo import SharedMemo, graph_bytes
 
 MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
 MEMO_BYTES = 512 * 2**20   # all sessions' drawn graphs together (a full 20,000-op one unfolded: ~65 MB)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .. import recording_gate as gate
-from ..draw import graph
 from ..recording import SCHEMA, Recording
+from ..words import values
 
 VIEW_ENV = "TAPEVIZ_VIEW"      # `tapeviz view` names the recording the app opens with
 
@@ -68,5 +68,5 @@ def source_of(rec: Recording, file: Optional[str]) -> str:
 
 def where(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
     """"line 12 of mylib/model.py", or "line 12 of the program" for the program itself."""
-    words = graph.line_words(rec, file, line)
+    words = values.line_words(rec, file, line)
     return words if " of " in words else f"{words} of the program"

@@ -33,7 +33,7 @@ _JS = """export default function({ data, setStateValue }) {
 }"""
 _REPORTER = st.components.v2.component("tapeviz_viewport", js=_JS)
 
-PADDING_REM = 1.5            # .block-container's side padding (views/debugger.py's CSS)
+PADDING_REM = 1.5            # .block-container's side padding (pages/debugger.py's CSS)
 GAP_REM = 2.0                # st.columns(gap="medium") between the code and the graph
 REM_PX, LARGE_REM_PX = 16, 20   # Large text sets html's font-size to 125%
 # The graph column's share of the row: st.columns([7, 4]) graph first, else [5, 7]

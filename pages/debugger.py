@@ -2,31 +2,30 @@
 the tape recorded, how the gradient flowed, and where a NaN first appeared.
 
 Top to bottom: the inputs (the address, the editor, callbacks) change the session's
-DebuggerState (page/debugger_state.py), then the page draws from it."""
+DebuggerState (state/debugger.py), then the page draws from it."""
 import os
 from functools import partial
 
 import streamlit as st
 
-from tapeviz import examples, explain
-from tapeviz.page import debugger_panels as panels
-from tapeviz.page import debugger_state, editor, messages, mode, opened, session, view
-from tapeviz.page.markdown import literal
+from tapeviz import examples
+from tapeviz.state import debugger, opened, view
+from tapeviz.ui import editor, frame, mode, panels, session
+from tapeviz.words import notes, reasons
+from tapeviz.words.markdown import literal
 
+frame.require()
 st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}
 .stTextArea textarea {white-space: pre; overflow-wrap: normal; overflow-x: auto;}
-.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}
 [data-testid="stAlertContainer"] {padding: .45rem .8rem;}
 [data-testid="stAlertContainer"] p {font-size: .92rem; line-height: 1.35;}
-/* Streamlit's captions, pale grey at 60% opacity, fade on a projector */
-[data-testid="stCaptionContainer"] {color: #3a3a3a !important; opacity: 1 !important;}
-.st-key-viewport {display: none;}   /* the window's reporter (page/viewport.py) */
+.st-key-viewport {display: none;}   /* the window's reporter (ui/viewport.py) */
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     st.html("<style>html {font-size: 125%;}</style>")
-state = debugger_state.of(st.session_state)
+state = debugger.of(st.session_state)
 
 
 # -- inputs: callbacks run before the script, so they may set widget state ------------------
@@ -105,7 +104,7 @@ with left:
         if state.open_problem:
             st.error(state.open_problem)
     if state.opened_name:
-        st.caption(messages.opened_caption(state.opened_name, state.rec))
+        st.caption(notes.opened_caption(state.opened_name, state.rec))
 
 if state.url_problem:
     top.warning(state.url_problem)
@@ -143,11 +142,11 @@ with right:
         st.info("Recorded with tf.functions run eagerly: each traced function's ops are drawn "
                 "one by one, with their values.", icon=":material/bolt:")
     for warning in rec.warnings[:5]:
-        st.warning(messages.warning_line(warning))
+        st.warning(notes.warning_line(warning))
     if rec.skipped:
-        st.info(messages.skipped_note(rec.skipped))
+        st.info(notes.skipped_note(rec.skipped))
     if rec.dropped:
-        st.warning(messages.dropped_note(rec.dropped))
+        st.warning(notes.dropped_note(rec.dropped))
 
 with right:
     if rec.error is not None:
@@ -156,7 +155,7 @@ with right:
     if drawn is not None:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:
-        st.info(explain.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
+        st.info(reasons.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
     panels.show_run(state, rec)
     panels.show_printed(rec)
     if state.scroll:

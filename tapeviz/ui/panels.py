@@ -2,7 +2,7 @@
 DebuggerState: the run's error, the graph with its switches and step slider, the inspector,
 the printed output, and the share and export buttons. They change no state but the widget
 values the user sets (and `DebuggerState.update_pick` / `pick_line`). Text from the recording
-reaches markdown only through messages.py and markdown.literal. Never imports TensorFlow.
+reaches markdown only through notes.py and markdown.literal. Never imports TensorFlow.
 """
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import json
 
 import streamlit as st
 
-from .. import printed
+from .. import examples, printed
 from ..draw import figures, graph, run_figures
 from ..recording import Recording
-from . import charts, editor, messages, opened, session, share, view, viewport
-from .markdown import literal
+from ..state import opened, share, view
+from ..words import notes
+from ..words.markdown import literal
+from . import charts, session, viewport
 
 
 PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a variable (VarHandleOp), "
@@ -29,11 +31,11 @@ def show_error(rec: Recording) -> None:
     full it pushed the graph below the fold at 1280x720."""
     called_out = view.error_called_out(rec)
     where = st.expander("The error in full, with its line") if called_out else st.container()
-    where.error(messages.error_line(rec))
+    where.error(notes.error_line(rec))
     if rec.error.line:     # quoted from the file it was raised in, a module of the project too
         source = opened.source_of(rec, rec.error.file)
         where.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
-    if hint := messages.hint(rec):
+    if hint := notes.hint(rec):
         st.info(hint)
     if rec.ops and not called_out:
         st.caption("The graph below shows what was recorded before the error.")
@@ -93,7 +95,7 @@ def chart_points(chart) -> tuple:
 def show_graph(state, rec: Recording):
     """The view picker, display switches, the op graph and its step slider; returns
     (G, flow, figure), or None when the view cannot be drawn. Its labels are placed for the
-    chart's width and height in the browser's window, once reported (page/viewport.py)."""
+    chart's width and height in the browser's window, once reported (ui/viewport.py)."""
     choices = dict(view.view_choices(rec))
     # The view's switches wait in a popover named after what is shown: on a projector the
     # picture comes first, and the lesson's own view is the one the page opens on.
@@ -196,7 +198,7 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
         return
     d = view.details(rec, G, node, flow)
     info, code = st.columns([1, 1])
-    info.markdown(messages.inspector(d))
+    info.markdown(notes.inspector(d))
     if d.value is not None:
         info.code(d.value, language=None)
     if d.stats:
@@ -206,9 +208,9 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
     if d.unfold:
         info.button("Unfold: every op", on_click=state.unfold_node, args=(d.unfold,))
     if d.producer:
-        code.markdown(messages.made_by(d.producer))
+        code.markdown(notes.made_by(d.producer))
     if d.consumers:
-        code.markdown(messages.used_by(d.consumers))
+        code.markdown(notes.used_by(d.consumers))
     state.pick_line = view.editor_line(rec, G, node)     # marked in the editor: program lines only
     where, excerpt = view.excerpt_for(rec, G, node)        # quoted from the op's own file
     if excerpt:
@@ -221,7 +223,7 @@ def share_and_export(example, rec: Recording, recorded: dict, fig) -> None:
     share_col, json_col, html_col = st.columns(3)
     with share_col.popover("Share link", width="stretch"):
         base = st.context.url or ""
-        if example and rec.source == editor.example_code(example):
+        if example and rec.source == examples.code(example):
             st.markdown("This example:")
             st.code(share.link(base, example=example), language=None, wrap_lines=True)
         url = share.link(base, code=rec.source)

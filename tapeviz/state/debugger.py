@@ -25,8 +25,8 @@ from typing import Callable, MutableMapping, Optional
 from .. import examples
 from ..draw import graph, run_figures
 from ..recording import Recording
-from . import editor, opened, share, view
-from .markdown import code, literal
+from ..words.markdown import code, literal
+from . import opened, share, view
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -94,14 +94,14 @@ class DebuggerState:
         """The example picker changed: its code goes in the editor and runs."""
         name = self.widgets.get(EXAMPLE)
         if name:
-            self.source = editor.example_code(name)
+            self.source = examples.code(name)
             self.pending = True
 
     def example_shown(self) -> Optional[str]:
         """The picked example, while the editor holds its code: its title and explanation
         belong with that code only, not above a program typed over it."""
         name = self.widgets.get(EXAMPLE)
-        return name if name and self.source == editor.example_code(name) else None
+        return name if name and self.source == examples.code(name) else None
 
     def edited(self, text: Optional[str], submitted: bool) -> None:
         """The editor's event: new text, and Run (or Ctrl+Enter) pressed."""
@@ -134,7 +134,7 @@ class DebuggerState:
         if not name and not token:
             self.open_path(view_path)
         if self.source is None:
-            self.source = editor.example_code(names[0])
+            self.source = examples.code(names[0])
 
     # -- the run -------------------------------------------------------------------------
     def start_run(self, run_for: Callable[[bool], Callable[..., dict]],
@@ -207,7 +207,7 @@ class DebuggerState:
         """The query parameters that name what ran, so a reload or a copied URL gives the
         same page; None when the address (`code_param`, its ?code=) already does."""
         name = self.widgets.get(EXAMPLE)
-        if name and source == editor.example_code(name):
+        if name and source == examples.code(name):
             return {"example": name}
         if code_param != share.encode(source):
             return {}

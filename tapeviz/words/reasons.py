@@ -9,7 +9,7 @@ import difflib
 import re
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .recording import CONSTANT, VARIABLE, Op, Tape, Tensor
+from ..recording import CONSTANT, VARIABLE, Op, Tape, Tensor
 
 # dtypes that carry gradients, as TensorFlow's tape decides (backprop_util.IsTrainable)
 DIFFERENTIABLE_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128",

@@ -6,8 +6,9 @@ import streamlit as st
 
 from tapeviz import data
 from tapeviz.draw import train_figures
-from tapeviz.page import charts, debugger_state, mode, session, train_state
-from tapeviz.page.markdown import literal
+from tapeviz.state import debugger, training_run
+from tapeviz.ui import charts, frame, mode, session
+from tapeviz.words.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 MODELS = {"guide": "Eager guide's CNN (learns slowly)",
@@ -23,15 +24,13 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-st.html("<style>.block-container {padding: 3.9rem 1.5rem 1rem 1.5rem; max-width: 100%;}"
-        # Streamlit's captions, pale grey at 60% opacity, fade on a projector
-        "[data-testid='stCaptionContainer'] {color: #3a3a3a !important; opacity: 1 !important;}</style>")
+frame.require()
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
 def owner_id():
     if "train_owner" not in st.session_state:
-        st.session_state.train_owner = train_state.Owner(session.runner())
+        st.session_state.train_owner = training_run.Owner(session.runner())
     return st.session_state.train_owner.id
 
 
@@ -43,7 +42,7 @@ def start():
               "use_tf_function": bool(s.t_tf_function)}
     if s.get("t_upload_b64"):
         config["upload_b64"] = s.t_upload_b64
-    s.train_run = train_state.Run(session.runner(), config, owner_id(), client=session.client_id())
+    s.train_run = training_run.Run(session.runner(), config, owner_id(), client=session.client_id())
 
 
 def figure(name, version, build):
@@ -91,7 +90,7 @@ with walls:
 # The settings fold away once a run exists, so that its loss chart is above the fold at
 # 1280x720; their label keeps saying what the run uses.
 run = st.session_state.get("train_run")
-settings = st.expander(train_state.settings_words(run.config if run else None, MODELS),
+settings = st.expander(training_run.settings_words(run.config if run else None, MODELS),
                        expanded=run is None, icon=":material/tune:")
 # Two rows of four: one row of seven cut "32" to "3" at 1024 px, the projector's width.
 c = [*settings.columns([2.4, 1.1, 1.6, 1.6]), *settings.columns([2.4, 1.1, 1.6, 1.6])]
@@ -154,8 +153,8 @@ def dashboard():
         snap = None if session.runner().sandboxed else run.snapshot_now()
         if snap and snap.get("step_program"):
             program = snap["step_program"]
-        debugger_state.hand_over(st.session_state, program, call=0)   # the step's gradient flow
-        st.switch_page("views/debugger.py")
+        debugger.hand_over(st.session_state, program, call=0)   # the step's gradient flow
+        st.switch_page("pages/debugger.py")
 
     if run is None:
         st.info("Choose a model and settings, then press **Start**. The loss, the held-out accuracy, "
@@ -174,7 +173,7 @@ def dashboard():
     st.progress(p["fraction"], text=label)
     if run.error:
         st.error(f"**The run failed:** {literal(run.error, 2_000)}")
-    steps = train_state.thin(run.steps)
+    steps = training_run.thin(run.steps)
     n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
     left, right = st.columns(2)
     log_loss = bool(st.session_state.get("t_log_loss"))
@@ -196,7 +195,7 @@ def dashboard():
     m[2].metric("Steps/s", f"{rate:.1f}" if rate else "—",
                 help="After the run: steps per second over its later half (the first steps pay "
                      "for tracing). While it runs: over the last few steps.")
-    m[3].metric("ETA", train_state.duration(p["eta_s"]))
+    m[3].metric("ETA", training_run.duration(p["eta_s"]))
     m[4].metric("Loss", f"{run.steps[-1]['loss']:.3f}" if run.steps else "—")
     m[5].metric("Held-out accuracy", f"{run.evals[-1]['accuracy']:.1%}" if run.evals else "—")
     if run.start:
@@ -208,9 +207,9 @@ def dashboard():
             with st.expander("Sources passed over"):
                 st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
 
-    listed = train_state.first_per_layer(run.warnings)
+    listed = training_run.first_per_layer(run.warnings)
     for warning in listed[:6]:
-        (st.error if warning.get("kind") == "nan" else st.warning)(train_state.warning_text(warning))
+        (st.error if warning.get("kind") == "nan" else st.warning)(training_run.warning_text(warning))
     if len(listed) > 6:
         st.caption(f"…and {len(listed) - 6} more layers with warnings (see the gradient chart).")
 
@@ -223,13 +222,13 @@ def dashboard():
 
     if (speed := run.speed()) is not None:
         st.session_state.setdefault("speeds", {}).setdefault(
-            train_state.speed_key(cfg), {})[run.mode] = speed
+            training_run.speed_key(cfg), {})[run.mode] = speed
     show_speeds()
 
 
 def show_speeds():
     """Eager vs tf.function: the last measured steps/s of each, same model and batch size."""
-    key = train_state.speed_key({"model": st.session_state.t_model,
+    key = training_run.speed_key({"model": st.session_state.t_model,
                                  "batch_size": st.session_state.t_batch})
     speeds = st.session_state.get("speeds", {}).get(key, {})
     st.markdown(f"#### Eager vs `tf.function` — {key[0]} model, batch {key[1]}")

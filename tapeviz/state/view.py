@@ -11,10 +11,12 @@ from typing import Optional
 
 import networkx as nx
 
-from ..draw import graph, op_words
-from . import opened
+from ..draw import graph
+from ..words import values
+from ..words import spelling
 from ..recording import BACKWARD, Recording, as_float
-from .markdown import code, literal
+from ..words.markdown import code, literal
+from . import opened
 
 VALUE_ELEMENTS = 64       # the recorder keeps full values up to about this size
 
@@ -23,7 +25,7 @@ def tape_summary(rec: Recording, tape_id: int) -> str:
     """One sentence on a tape, in markdown: what it watched and recorded, and its backward
     ops if nested."""
     tp = next(t for t in rec.tapes if t.id == tape_id)
-    watched = [literal(graph.tensor_brief(rec, t), 200) for t in tp.watched]
+    watched = [literal(values.tensor_brief(rec, t), 200) for t in tp.watched]
     ops = [rec.op(i) for i in tp.ops if rec.op(i) is not None]
     backward = sum(op.phase == BACKWARD for op in ops)
     text = f"Tape {tp.id} recorded {len(ops)} ops"
@@ -112,7 +114,7 @@ def details(rec: Recording, G: nx.DiGraph, node: str, flow: Optional[dict] = Non
     if data.get("none_reason"):
         d.facts.append(("gradient", "None: " + data["none_reason"]))
     if flow is not None and node in flow:
-        d.facts.append(("size of its gradient", graph.number_text(flow[node])))
+        d.facts.append(("size of its gradient", values.number_text(flow[node])))
     return d
 
 
@@ -136,8 +138,8 @@ def _tensor_details(rec: Recording, t: int) -> Details:
         d.facts.append(("value", "too large to keep; see its statistics"))
     if info.stats is not None:
         s = info.stats
-        d.stats = {"min": graph.number_text(s.min), "max": graph.number_text(s.max), "mean": graph.number_text(s.mean),
-                   "std": graph.number_text(s.std), "NaN": s.nan, "Inf": s.inf}
+        d.stats = {"min": values.number_text(s.min), "max": values.number_text(s.max), "mean": values.number_text(s.mean),
+                   "std": values.number_text(s.std), "NaN": s.nan, "Inf": s.inf}
     if producer is not None and producer.type != "VarHandleOp":
         d.producer = _op_word(producer, rec)
     d.consumers = [_op_word(op, rec) for op in users[:20]] + ([f"… {len(users) - 20} more"] if len(users) > 20 else [])
@@ -156,8 +158,8 @@ def _op_details(rec: Recording, op) -> Details:
     d.facts.append(("recorded by", ", ".join(f"tape {i}" for i in op.tapes) if op.tapes else "no tape"))
     if op.duration_us is not None:
         d.facts.append(("time", f"{op.duration_us:.0f} µs"))
-    d.facts.append(("inputs", ", ".join(graph.tensor_brief(rec, t) for t in op.inputs[:8]) or "none"))
-    d.facts.append(("outputs", ", ".join(graph.tensor_brief(rec, t) for t in op.outputs[:8]) or "none"))
+    d.facts.append(("inputs", ", ".join(values.tensor_brief(rec, t) for t in op.inputs[:8]) or "none"))
+    d.facts.append(("outputs", ", ".join(values.tensor_brief(rec, t) for t in op.outputs[:8]) or "none"))
     return d
 
 
@@ -185,7 +187,7 @@ def value_text(value, digits: int = 4) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)) or value in ("nan", "inf", "-inf"):
-        return graph.number_text(value, digits)
+        return values.number_text(value, digits)
     return repr(value)
 
 
@@ -193,7 +195,7 @@ def alert_text(rec: Recording, alert) -> str:
     info = rec.tensor(alert.tensor)
     op = rec.op(alert.op) if alert.op is not None else None
     what = "NaN" if alert.kind == "nan" else "Inf"
-    where = f" at {graph.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
+    where = f" at {values.line_words(rec, alert.file, alert.line)}" if alert.line is not None else ""
     maker = maker_words(op) if op is not None else ""
     made = f", made by {maker} ({literal(alert.phase, 20)} pass)" if op is not None else ""
     if info is not None and info.name:
@@ -208,9 +210,9 @@ def maker_words(op) -> str:
     `tf.sqrt`" for TensorFlow's SqrtGrad (its own name is jargon to a student)."""
     if op.function:
         return code(op.function)
-    if op.type.endswith("Grad") and op.type[:-4] in op_words.PYTHON:
-        return "the gradient of " + code(op_words.python_name(op.type[:-4]))
-    return code(op_words.python_name(op.type))
+    if op.type.endswith("Grad") and op.type[:-4] in spelling.PYTHON:
+        return "the gradient of " + code(spelling.python_name(op.type[:-4]))
+    return code(spelling.python_name(op.type))
 
 
 def code_html(source: str, line: Optional[int], context: int = 3) -> str:
@@ -237,7 +239,7 @@ def line_text(source: str, line: Optional[int]) -> str:
 
 
 def _op_word(op, rec: Recording) -> str:
-    where = f", {graph.line_words(rec, op.file, op.line)}" if op.line is not None else ""
+    where = f", {values.line_words(rec, op.file, op.line)}" if op.line is not None else ""
     return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
 
 
@@ -321,9 +323,9 @@ def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = No
                index: Optional[int] = None) -> str:
     """A gradient call in words; a loop's call leads with its step: "step 1,810 of 1,810,
     tape `tape`, line 42: gradient of loss with respect to w"."""
-    target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
-    sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
-    line = f", {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
+    target = ", ".join(values.tensor_name(rec, t) for t in call.target)
+    sources = ", ".join(values.tensor_name(rec, t) for t in call.sources)
+    line = f", {values.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     verb = "gradient" if call.kind == "gradient" else call.kind
     step = step_number(rec, tape_id, index) if tape_id is not None else None
     if step is not None:
@@ -335,10 +337,10 @@ def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = No
 def together_words(rec: Recording, tp, tape_name: str) -> str:
     """"every gradient of z: w, b, x (tape.gradient, lines 16–18)"."""
     call = graph.gradient_call(rec, tp.id, graph.ALL_CALLS)
-    target = ", ".join(graph.tensor_name(rec, t) for t in call.target)
-    sources = ", ".join(graph.tensor_name(rec, t) for t in call.sources)
+    target = ", ".join(values.tensor_name(rec, t) for t in call.target)
+    sources = ", ".join(values.tensor_name(rec, t) for t in call.sources)
     lines = sorted({tp.gradients[i].line for i in graph.calls_together(tp) if tp.gradients[i].line is not None})
-    where = ("" if not lines else f", {graph.line_words(rec, call.file, lines[0])}" if len(lines) == 1
+    where = ("" if not lines else f", {values.line_words(rec, call.file, lines[0])}" if len(lines) == 1
              else f", lines {lines[0]}–{lines[-1]}")
     return f"every gradient of {target}: {sources} ({tape_name}.gradient{where})"
 
@@ -427,9 +429,9 @@ def callouts(rec: Recording) -> list:
         for i, call in enumerate(tp.gradients):
             for r in call.results:
                 if r.grad is None:
-                    target = code(", ".join(graph.tensor_name(rec, t) for t in call.target))
-                    source = code(graph.tensor_name(rec, r.source))
-                    at = graph.line_words(rec, call.file, call.line) if call.line is not None else None
+                    target = code(", ".join(values.tensor_name(rec, t) for t in call.target))
+                    source = code(values.tensor_name(rec, r.source))
+                    at = values.line_words(rec, call.file, call.line) if call.line is not None else None
                     where = f" ({at}, {code(names[tp.id])})" if at else ""
                     reason = r.none_reason or "no reason recorded"
                     full = (f"**The gradient of {target} with respect to {source} is None**"
@@ -459,12 +461,12 @@ def failed_call(rec: Recording, tp, index: int, tape_name: str) -> Callout:
     non-persistent tape, the call after which the tape freed its recording."""
     call = tp.gradients[index]
     worked = [i for i in range(index) if tp.gradients[i].error is None]
-    at = f" at {graph.line_words(rec, call.file, call.line)}" if call.line is not None else ""
+    at = f" at {values.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     text = f"**{code(tape_name + '.' + call.kind)}{at} failed**: {literal(call.error, 500)}"
     if worked and not tp.persistent:
         before = tp.gradients[worked[-1]]
         text += (f". The tape freed its recording after the call at "
-                 f"{graph.line_words(rec, before.file, before.line)}, drawn here.")
+                 f"{values.line_words(rec, before.file, before.line)}, drawn here.")
         return Callout(text, _call_view(tp, worked[-1]), (before.target or [None])[0], before.line,
                        file=before.file)
     return Callout(text, f"call:{tp.id}:{index}", None, call.line, file=call.file)
@@ -495,8 +497,8 @@ def legend_text(rec: Recording, view_key: str) -> str:
     if call is None:
         return "Each label shows the tensor's value. " + shapes
     chosen = graph.gradient_call(rec, tape, call)
-    target = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.target), 200)
-    sources = literal(", ".join(graph.tensor_name(rec, t) for t in chosen.sources), 200)
+    target = literal(", ".join(values.tensor_name(rec, t) for t in chosen.target), 200)
+    sources = literal(", ".join(values.tensor_name(rec, t) for t in chosen.sources), 200)
     if chosen.kind != "gradient":
         return (f"Each label shows the tensor's value; {sources} also shows its {chosen.kind}, the matrix of "
                 f"∂{target}\\[i\\]/∂{sources}\\[j\\] (its numbers when they fit, else its shape; the sentence "
@@ -573,9 +575,9 @@ def session_sentence(rec: Recording) -> str:
         return said + " This program ran no eager op."
     op = eager[-1]
     out = rec.tensor(op.outputs[0]) if op.outputs else None
-    gave = f" gave {literal(graph.short_value(out), 60)}" if out is not None and graph.small(out) else " ran"
+    gave = f" gave {literal(values.short_value(out), 60)}" if out is not None and values.small(out) else " ran"
     return (f"{said} Eager code runs each op as Python reaches it: line {op.line}'s "
-            f"{code(op_words.python_name(op.type))}{gave} at once, drawn below.")
+            f"{code(spelling.python_name(op.type))}{gave} at once, drawn below.")
 
 
 def branch_sentence(rec: Recording) -> str:
@@ -645,7 +647,7 @@ def step_words(G: nx.DiGraph, node: str) -> str:
 def node_place(G: nx.DiGraph, node: str) -> str:
     """"line 15", or "line 15 of mylib/model.py" for a node whose line is in another file."""
     d = G.nodes[node]
-    return graph.place_words(G.graph.get("program"), d.get("file"), d.get("line"))
+    return values.place_words(G.graph.get("program"), d.get("file"), d.get("line"))
 
 
 def in_program(rec: Recording, file: Optional[str]) -> bool:
@@ -698,18 +700,18 @@ def sentence(rec: Recording, view_key: str) -> str:
     chosen = graph.gradient_call(rec, tape, call)
     if (nested := _nested_sentence(rec, tp, chosen, names)) is not None:
         return nested
-    target = code(", ".join(graph.tensor_name(rec, t) for t in chosen.target))
+    target = code(", ".join(values.tensor_name(rec, t) for t in chosen.target))
     if chosen.kind != "gradient":     # the lesson is the matrix: its entries, when they fit
         parts = []
         for r in chosen.results:
             grad = rec.tensor(r.grad) if r.grad is not None else None
-            numbers = graph.value_words(grad) if grad is not None else None
-            words = numbers or graph.grad_words(grad, chosen.kind)
-            parts.append(f"with respect to {code(graph.tensor_name(rec, r.source))} is {literal(words, 300)}")
+            numbers = values.value_words(grad) if grad is not None else None
+            words = numbers or values.grad_words(grad, chosen.kind)
+            parts.append(f"with respect to {code(values.tensor_name(rec, r.source))} is {literal(words, 300)}")
         return f"{said}; the {chosen.kind} of {target} " + ", ".join(parts) + "."
     value = rec.tensor(chosen.target[0]) if len(chosen.target) == 1 else None
-    if value is not None and not value.shape and graph.small(value):   # a step's loss, say
-        target += f" (value {literal(graph.short_value(value), 40)})"
+    if value is not None and not value.shape and values.small(value):   # a step's loss, say
+        target += f" (value {literal(values.short_value(value), 40)})"
     trend = _trend_words(rec, tp, chosen)
     returned = _returned_words(rec, traced) if traced else ""
     return (f"{said}; the gradient of {target} gives {_results(rec, chosen)}"
@@ -726,11 +728,11 @@ def _returned_words(rec: Recording, traced: str) -> str:
             continue
         args = [rec.tensor(i) for i in op.inputs]
         outs = [rec.tensor(o) for o in op.outputs]
-        if any(t is None or not graph.small(t) for t in args + outs):
+        if any(t is None or not values.small(t) for t in args + outs):
             continue
-        call = f"{traced}({', '.join(graph.short_value(t) for t in args)})"
-        gave = ", ".join(graph.short_value(t) for t in outs)
-        at = f"on {graph.line_words(rec, op.file, op.line)}, " if op.line is not None else ""
+        call = f"{traced}({', '.join(values.short_value(t) for t in args)})"
+        gave = ", ".join(values.short_value(t) for t in outs)
+        at = f"on {values.line_words(rec, op.file, op.line)}, " if op.line is not None else ""
         parts.append(f"{at}{code(call)} returned {literal(gave, 60)}")
     return f" Called eagerly {' and '.join(parts)}." if parts else ""
 
@@ -748,10 +750,10 @@ def _trend_words(rec: Recording, tp, chosen) -> str:
         return ""
     first, last = losses[0], losses[-1]
     went = "fell" if last < first else "rose" if last > first else "stayed"
-    name = code(graph.tensor_name(rec, chosen.target[0]))
-    values = (f"at {graph.number_text(first)}" if went == "stayed"
-              else f"from {graph.number_text(first)} to {graph.number_text(last)}")
-    return f" Over the {len(losses):,} steps recorded, {name} {went} {literal(values, 80)}."
+    name = code(values.tensor_name(rec, chosen.target[0]))
+    moved = (f"at {values.number_text(first)}" if went == "stayed"
+             else f"from {values.number_text(first)} to {values.number_text(last)}")
+    return f" Over the {len(losses):,} steps recorded, {name} {went} {literal(moved, 80)}."
 
 
 def _results(rec: Recording, chosen) -> str:
@@ -759,21 +761,21 @@ def _results(rec: Recording, chosen) -> str:
     range of their sizes, "all 6 sources a gradient, from size 0.09 (`dense/kernel`) to size
     0.29 (`conv2d_1/kernel`)": six norms in a row are a wall of numbers, each is on its node."""
     grads = [(r.source, rec.tensor(r.grad) if r.grad is not None else None) for r in chosen.results]
-    sizes = [(graph.grad_size(g), s) for s, g in grads if g is not None and not graph.small(g)]
+    sizes = [(values.grad_size(g), s) for s, g in grads if g is not None and not values.small(g)]
     if len(grads) > 3 and len(sizes) == len(grads) and all(size is not None for size, _ in sizes):
         (low, at_low), (high, at_high) = min(sizes), max(sizes)
-        return (f"all {len(grads)} sources a gradient, from size {graph.number_text(low)} "
-                f"({code(graph.tensor_name(rec, at_low))}) to size {graph.number_text(high)} "
-                f"({code(graph.tensor_name(rec, at_high))})")
+        return (f"all {len(grads)} sources a gradient, from size {values.number_text(low)} "
+                f"({code(values.tensor_name(rec, at_low))}) to size {values.number_text(high)} "
+                f"({code(values.tensor_name(rec, at_high))})")
     parts = []
     for r in chosen.results:
         grad = rec.tensor(r.grad) if r.grad is not None else None
-        words = graph.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
+        words = values.grad_words(grad) if r.grad is None or grad is not None else "grad ?"
         if grad is not None and grad.value is None and grad.stats is None and not grad.shape:
             # traced into a tf.function: a scalar has no shape to say either, and "grad" alone
             # reads as a word cut off
             words = "grad (a scalar, computed inside the graph)"
-        parts.append(f"{code(graph.tensor_name(rec, r.source))}: {literal(words, 80)}")
+        parts.append(f"{code(values.tensor_name(rec, r.source))}: {literal(words, 80)}")
     return ", ".join(parts)
 
 
@@ -790,8 +792,8 @@ def _asked_again(rec: Recording, tp, call) -> str:
         return ""
     parts = []
     for c in others:
-        at = f", {graph.line_words(rec, c.file, c.line)}" if c.line is not None else ""
-        target = code(", ".join(graph.tensor_name(rec, t) for t in c.target))
+        at = f", {values.line_words(rec, c.file, c.line)}" if c.line is not None else ""
+        target = code(", ".join(values.tensor_name(rec, t) for t in c.target))
         parts.append(f"{_results(rec, c)} (of {target}{at})")
     listed = _and_list(parts)
     return "; the same tape gives " + listed
@@ -823,7 +825,7 @@ def _expr(rec: Recording, t: int, budget: list, root: bool = False):
     if info.name and not root:
         return info.name, 9
     if op is None:
-        return (graph.short_value(info) if graph.small(info) else info.name), 9
+        return (values.short_value(info) if values.small(info) else info.name), 9
     budget[0] -= 1
     if budget[0] < 0:
         return None, 9
@@ -840,7 +842,7 @@ def _expr(rec: Recording, t: int, budget: list, root: bool = False):
         return (parts[0][0] if parts[0][1] >= 3 else f"({parts[0][0]})") + "²", 3
     if op.type == "Neg" and len(parts) == 1:
         return "-" + (parts[0][0] if parts[0][1] >= 2 else f"({parts[0][0]})"), 2
-    name = op_words.python_name(op.type)
+    name = spelling.python_name(op.type)
     if name == op.type or not name.startswith("tf."):
         return None, 9
     return f"{name}({', '.join(text for text, _ in parts)})", 9
@@ -862,20 +864,20 @@ def _nested_sentence(rec: Recording, tp, chosen, names: dict) -> Optional[str]:
             y, x1 = call.target[0], call.sources[0]
             x2 = chosen.results[0].source
             body = expression(rec, y)
-            said_y = graph.tensor_name(rec, y)
+            said_y = values.tensor_name(rec, y)
             made = f"{said_y} = {body}" if body else said_y
-            n1, n2 = graph.tensor_name(rec, x1), graph.tensor_name(rec, x2)
+            n1, n2 = values.tensor_name(rec, x1), values.tensor_name(rec, x2)
             d = f"d²{said_y}/d{n1}²" if x1 == x2 else f"d²{said_y}/d{n1}d{n2}"
             grad = chosen.results[0].grad
             value = rec.tensor(grad) if grad is not None else None
-            result = (f"{d} = {graph.short_value(value)}" if value is not None
+            result = (f"{d} = {values.short_value(value)}" if value is not None
                       else f"{d} is None" if grad is None else d)
             first = rec.tensor(chosen.target[0])
-            if first is not None and graph.small(first):   # the guide's lesson is both: 3 and 6
-                result = f"d{said_y}/d{n1} = {graph.short_value(first)} and {result}"
+            if first is not None and values.small(first):   # the guide's lesson is both: 3 and 6
+                result = f"d{said_y}/d{n1} = {values.short_value(first)} and {result}"
             at = [rec.tensor(x) for x in dict.fromkeys((x1, x2))]
-            where = ", ".join(f"{graph.tensor_name(rec, i.id)} = {graph.short_value(i)}"
-                              for i in at if i is not None and graph.small(i))
+            where = ", ".join(f"{values.tensor_name(rec, i.id)} = {values.short_value(i)}"
+                              for i in at if i is not None and values.small(i))
             return (f"The inner tape {code(names[inner.id])} recorded {literal(made, 200)}; the outer tape "
                     f"{code(names[tp.id])} recorded the inner gradient's ops, so "
                     f"{literal(result + (' at ' + where if where else ''), 300)}.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..draw import graph
+from . import values
 from ..recording import Recording
 from .markdown import code, literal
 
@@ -20,7 +20,7 @@ def error_line(rec: Recording) -> Optional[str]:
     if err is None:
         return None
     title = "Timeout (the run hit its time limit)" if err.type == "Timeout" else literal(err.type, 200)
-    where = f" at {graph.line_words(rec, err.file, int(err.line))}" if err.line else ""
+    where = f" at {values.line_words(rec, err.file, int(err.line))}" if err.line else ""
     return f"**{title}**{where}: {literal(err.message, MESSAGE_CHARS)}"
 
 

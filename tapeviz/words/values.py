@@ -1,0 +1,134 @@
+"""Numbers and tensors as a reader meets them: values as Python prints them, a gradient's
+size in words, a tensor's name, a line's place. Used by the graph's labels, the sentences
+and the inspector alike. No Streamlit, no TensorFlow.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..recording import Recording, as_float
+
+
+def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
+    """"line 6", or "line 6 of trainer/losses.py" when it is another file than the program's."""
+    return place_words(rec.program, file, line)
+
+
+def place_words(program: Optional[str], file: Optional[str], line: Optional[int]) -> str:
+    """line_words for a drawn graph, whose G.graph["program"] is the recording's program."""
+    if file and program and file != program:
+        return f"line {line} of {file}"
+    return f"line {line}"
+
+
+def norm_words(grad: str, norm) -> str:
+    """A flow's norm on a label: "size of grad 3.2"; a NaN or Inf one is no size but the
+    alarm itself, "grad ⚠ NaN" (as a source's gradient says it), never "size of grad inf"."""
+    if norm is not None and not math.isfinite(norm):
+        return f"{grad} ⚠ " + ("NaN" if norm != norm else "Inf")
+    return f"size of {grad} " + number_text(norm)
+
+
+def grad_words(grad, kind: str = "gradient") -> str:
+    """A source's gradient on its label: its signed numbers when small ("grad -2.5"), its
+    size in words when big, "grad None" when there is none. A jacobian is a matrix whose
+    norm teaches nothing: its numbers when small, else its shape ("jacobian 3×3")."""
+    if grad is None:
+        return "grad None"
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf) and not small(grad):
+        # its size would be the size of the finite part: a NaN must be said, not averaged
+        return "grad ⚠ " + ("NaN" if grad.stats.nan else "Inf") + (f" ({shape_text(grad.shape)})" if grad.shape else "")
+    if kind != "gradient":
+        return "jacobian " + (short_value(grad) if small(grad) else shape_text(grad.shape) or "?")
+    if not small(grad) and norm_of(grad) is not None:
+        return "size of grad " + number_text(norm_of(grad))
+    return "grad " + short_value(grad)
+
+
+def grad_size(grad) -> Optional[float]:
+    """A gradient's size (its L2 norm), None when its stats are unknown or not finite."""
+    if grad.stats is not None and (grad.stats.nan or grad.stats.inf):
+        return None
+    return norm_of(grad)
+
+
+def short_value(info) -> str:
+    """A tensor in a few characters: its numbers when it has at most 4, else its shape and
+    size (the L2 norm, said in words)."""
+    if small(info):
+        return numbers_text(info.value)
+    norm = norm_of(info)
+    if norm is None:
+        return shape_text(info.shape)     # nothing known of its value (the bounds dropped it)
+    return f"{shape_text(info.shape) or 'scalar'}, size {number_text(norm)}"
+
+
+def small(info, most: int = 4) -> bool:
+    return info.value is not None and (not isinstance(info.value, list) or count(info.value) <= most)
+
+
+def value_words(info, most: int = 16) -> Optional[str]:
+    """A tensor's numbers for a sentence, which has room for a 3×3 jacobian that a label has
+    not; None past `most` numbers."""
+    return numbers_text(info.value) if small(info, most) else None
+
+
+def norm_of(info) -> Optional[float]:
+    """The L2 norm, from the recorded mean and std: sqrt(n * (mean² + std²))."""
+    s = info.stats
+    if s is None or as_float(s.mean) is None or as_float(s.std) is None:
+        return None
+    n = math.prod(d or 1 for d in info.shape) if info.shape else 1
+    mean, std = as_float(s.mean), as_float(s.std)
+    return math.sqrt(n * (mean * mean + std * std))
+
+
+def count(value) -> int:
+    return sum(count(v) for v in value) if isinstance(value, list) else 1
+
+
+def tensor_name(rec: Recording, t: int) -> str:
+    """A tensor in words: its Python name, else "tensor 7"."""
+    info = rec.tensor(t)
+    return info.name if info is not None and info.name else f"tensor {t}"
+
+
+def tensor_brief(rec: Recording, t: int) -> str:
+    """A tensor with its shape, for lists of inputs and outputs: "x [2, 3]", "t7 [2]"."""
+    info = rec.tensor(t)
+    if info is None:
+        return f"tensor {t}"
+    return (info.name or f"t{t}") + f" {list(info.shape)}"
+
+
+def shape_text(shape) -> str:
+    if not shape:
+        return ""
+    return "×".join("?" if d is None else str(d) for d in shape)
+
+
+def number_text(x, digits: int = 4) -> str:
+    """A recorded number in words: `digits` significant digits for floats, integers whole
+    (a step count of 12345 is not 1.234e+04), nan/inf as Python writes them, "?" unknown."""
+    x = as_float(x)
+    if x is None:
+        return "?"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def numbers_text(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(numbers_text(v) for v in value) + "]"
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float, str)):
+        try:
+            return number_text(value)
+        except ValueError:     # a string tensor's own value
+            return repr(value)
+    return str(value)
