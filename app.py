@@ -1,4 +1,4 @@
 """tapeviz: the Streamlit entry point. The frame (config, menu) around the pages in pages/."""
 from tapeviz.ui import frame
 
-frame.run()
+frame.run(__file__)

@@ -14,7 +14,7 @@ from tapeviz.ui import editor, frame, mode, panels, session
 from tapeviz.words import notes, reasons
 from tapeviz.words.markdown import literal
 
-frame.require()
+frame.require(__file__)
 st.html("""<style>
 .stTextArea textarea {font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 1.05rem;
                       line-height: 1.45; color: #111;}

@@ -24,7 +24,7 @@ STATUS = {"queued": ":material/hourglass_top: Queued",
           "nan": ":red[:material/error: Stopped: the loss became NaN]",
           "failed": ":red[:material/error: Failed]"}
 
-frame.require()
+frame.require(__file__)
 
 
 # -- callbacks (they run before the script) -------------------------------------------------
