@@ -24,7 +24,7 @@ def pages(folder: Path) -> list:
     """The menu. `folder` is the app's pages/: beside app.py in a checkout, under share/ once
     installed, so it comes from the script Streamlit runs, not from this package."""
     return [st.Page(folder / "debugger.py", title="Tape debugger", icon=":material/account_tree:",
-                    url_path="debugger", default=True),
+                    default=True),     # at the bare address
             st.Page(folder / "train.py", title="Train MNIST", icon=":material/monitoring:", url_path="train")]
 
 
