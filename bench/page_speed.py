@@ -196,12 +196,13 @@ g = tape.gradient(y, x)
 def run_to_figure(pool, source: str) -> tuple:
     """One Run as the page draws it: (worker, graph + layout, figure seconds, JSON bytes)."""
     from tapeviz.draw import figures, graph, layout
+    from tapeviz.draw.options import View
     from tapeviz.state import view
     from tapeviz.recording import Recording
     t0 = time.perf_counter()
     rec = Recording.from_dict(pool.record(source))
     t1 = time.perf_counter()
-    G = graph.build(rec, tape=view.default_tape(rec), group=graph.opens_grouped(rec))
+    G = graph.build(rec, View(tape=view.default_tape(rec), group=graph.opens_grouped(rec)))
     pos = layout.layered(G)
     t2 = time.perf_counter()
     fig = figures.op_graph(G, pos)
@@ -211,13 +212,14 @@ def run_to_figure(pool, source: str) -> tuple:
 
 def big_figures(pool, n: int) -> None:
     from tapeviz.draw import figures, graph, layout
+    from tapeviz.draw.options import View
     from tapeviz.recording import Recording
     rec = Recording.from_dict(pool.record(LOOP.replace("N", str(n // 2)), timeout=120))
     # as the page opens (loops folded), and with Fold loops off: every op a node
     for options in ({"tape": 0}, {"tape": 0, "call": 0},
                     {"tape": 0, "fold": False}, {"tape": 0, "call": 0, "fold": False}):
         t0 = time.perf_counter()
-        G = graph.build(rec, **options)
+        G = graph.build(rec, View(**options))
         flow = graph.flow_norms(rec, 0, 0, G) if "call" in options else None
         t1 = time.perf_counter()
         pos = layout.layered(G)

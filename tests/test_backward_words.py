@@ -9,6 +9,7 @@ tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
 from tapeviz.draw import graph  # noqa: E402
+from tapeviz.draw.options import View  # noqa: E402
 from tapeviz.state import view  # noqa: E402
 from tapeviz.recording import BACKWARD  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
@@ -42,7 +43,7 @@ def alarm(values) -> str:
 
 def test_a_non_finite_gradient_is_said_in_words_not_as_a_size(nan_hunt):
     rec, options = nan_hunt
-    G = graph.build(rec, **options)
+    G = graph.build(rec, View(**options))
     want_d, want_squares = (alarm(g) for g in plain_gradients())
     assert (want_d, want_squares) == ("NaN", "Inf"), "the lesson: an Inf under sqrt, a NaN from 0 · Inf"
     d = next(n for n, x in G.nodes(data=True) if x["kind"] == "tensor" and rec.tensor(x["ref"]).name == "d")
@@ -56,7 +57,7 @@ def test_a_non_finite_gradient_is_said_in_words_not_as_a_size(nan_hunt):
 
 def test_the_backward_pass_draws_its_arithmetic_in_the_students_words(nan_hunt):
     rec, options = nan_hunt
-    G = graph.build(rec, **options)
+    G = graph.build(rec, View(**options))
     backward = {n: x for n, x in G.nodes(data=True) if x["kind"] == "op" and x["phase"] == BACKWARD}
     ran = [op for op in rec.ops if op.phase == BACKWARD]
     arithmetic = [op for op in ran if op.type not in graph.GRADIENT_PLUMBING]
@@ -68,14 +69,14 @@ def test_the_backward_pass_draws_its_arithmetic_in_the_students_words(nan_hunt):
     # the Inf that SqrtGrad makes reaches the two products directly, its broadcast passed through
     (inf,) = G.successors(next(n for n, x in backward.items() if x["op_type"] == "SqrtGrad"))
     assert sum(1 for n in G.successors(inf) if G.nodes[n].get("op_type") == "Mul") == 2
-    with_plumbing = graph.build(rec, plumbing=True, **options)
+    with_plumbing = graph.build(rec, View(plumbing=True, **options))
     shown = {x["op_type"] for _, x in with_plumbing.nodes(data=True) if x["kind"] == "op" and x["phase"] == BACKWARD}
     assert shown == {op.type for op in ran}
 
 
 def test_the_ops_one_call_ran_are_named_by_that_call(nan_hunt):
     rec, options = nan_hunt
-    G = graph.build(rec, **options)
+    G = graph.build(rec, View(**options))
     line = 1 + rec.source.splitlines().index("    dist = tf.norm(d, axis=1)")
     ops = {x["op_type"]: x for _, x in G.nodes(data=True) if x["kind"] == "op" and x["line"] == line}
     assert {"Mul", "Sum", "Sqrt"} <= set(ops), "what tf.norm runs under the hood"

@@ -346,6 +346,7 @@ def test_an_episode_under_one_tape_draws_legibly_at_1600_by_1000(tmp_path):
     carries its name on the picture, the layers named as Keras names them."""
     import tapeviz
     from tapeviz.draw import graph, overview
+    from tapeviz.draw.options import View
 
     plain = subprocess.run([sys.executable, str(ACTOR_CRITIC)], capture_output=True,
                            text=True, cwd=tmp_path, timeout=300)
@@ -360,7 +361,7 @@ def test_an_episode_under_one_tape_draws_legibly_at_1600_by_1000(tmp_path):
     drawn = {node: text for trace in fig.data if trace.customdata is not None and trace.text
              for node, text in zip(trace.customdata, trace.text)}
     recording = overview.as_recording(rec)
-    G = graph.build(recording, tape=tape, call=0, group=graph.opens_grouped(recording))
+    G = graph.build(recording, View(tape=tape, call=0, group=graph.opens_grouped(recording)))
     boxes = [n for n, d in G.nodes(data=True) if d.get("kind") in ("repeat", "group")]
     folds = [n for n in boxes if G.nodes[n]["kind"] == "repeat"]
     assert folds and all(f"×{lengths[-1]}" in G.nodes[n]["label"] for n in folds)

@@ -178,11 +178,12 @@ def test_opening_a_file_shows_it_and_a_bad_one_says_why(tmp_path):
 
 def test_callouts_layers_and_chart_clicks_pick_nodes():
     from tapeviz.draw import graph
+    from tapeviz.draw.options import View
     session = {}
     state = debugger.of(session)
     rec, ids = keras_like()
     state.adopt(rec, rec.to_dict())
-    G = graph.build(rec, tape=1, group=False)
+    G = graph.build(rec, View(tape=1, group=False))
     state.show_callout("tape:1", ids["h"], backward=False)
     assert session["view"] == "tape:1" and session["path_only"] is False
     assert state.update_pick(G, ()) == graph.tensor_node(ids["h"]) and state.focus is None

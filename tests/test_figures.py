@@ -3,7 +3,8 @@ import pathlib
 
 import plotly.graph_objects as go
 
-from tapeviz.draw import figures, graph, layout
+from tapeviz.draw import figures, graph, layout, nodes, place
+from tapeviz.draw.options import View
 from tapeviz.recording import FlowEntry
 from test_graph import chain, keras_like, wxb
 
@@ -13,10 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def label_boxes(fig: go.Figure) -> list:
     """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
     what the no-overlap rule is checked against (the browser test measures the real ones)."""
-    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
-    height = (fig.layout.height or figures.PLOT_H + figures.PLOT_MARGIN) - figures.PLOT_MARGIN
-    width = figures.PLOT_W - (figures.COLOUR_BAR_PX if bar else 0)
-    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)), height, width)
+    screen = screen_of(fig)
     font = fig.layout.font.size or figures.LABEL_FONT
     out = []
     for tr in fig.data:
@@ -24,19 +22,25 @@ def label_boxes(fig: go.Figure) -> list:
             continue
         places = tr.textposition if isinstance(tr.textposition, (list, tuple)) else [tr.textposition] * len(tr.x)
         sizes = tr.marker.size if isinstance(tr.marker.size, (list, tuple)) else [tr.marker.size] * len(tr.x)
-        for node, x, y, text, place, size in zip(tr.customdata, tr.x, tr.y, tr.text, places, sizes):
+        for node, x, y, text, where, size in zip(tr.customdata, tr.x, tr.y, tr.text, places, sizes):
             if text:
-                out.append((node, screen.label_box((x, y), (size or 0) / 2, str(text).split("<br>"), place, font)))
+                out.append((node, screen.label_box((x, y), (size or 0) / 2, str(text).split("<br>"), where, font)))
     return out
+
+
+def screen_of(fig: go.Figure) -> place.Screen:
+    """The plot's px as the figure says its labels were placed for (its meta's label room)."""
+    width, height = fig.layout.meta["label_room"]
+    return place.Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)), height, width)
 
 
 def overlaps(boxes: list) -> list:
     """Pairs of labels whose boxes intersect."""
-    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if figures._intersect(p, q)]
+    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if place.intersect(p, q)]
 
 
 def draw(rec, flow=None, **kw):
-    G = graph.build(rec, **kw)
+    G = graph.build(rec, View(**kw))
     return G, figures.op_graph(G, layout.layered(G), flow=flow)
 
 
@@ -84,7 +88,7 @@ def test_hover_text_is_html_with_line_breaks():
 
 def test_flow_colours_nodes_and_shows_a_colour_bar():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     flow = graph.flow_norms(rec, 1, 0, G)
     fig = figures.op_graph(G, layout.layered(G), flow=flow)
     bars = [tr for tr in fig.data if tr.marker is not None and tr.marker.showscale]
@@ -105,7 +109,7 @@ def test_a_small_flow_graph_needs_no_webgl():
     """One WebGL trace (even a point-less legend swatch) makes plotly set up WebGL for the
     whole chart: about 0.2 s of every draw in Chromium. A small graph is all SVG."""
     rec, _ = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
     assert G.number_of_nodes() <= figures.SVG_NODES
     assert {tr.type for tr in fig.data} == {"scatter"}
@@ -118,7 +122,7 @@ def test_zero_and_non_finite_norms_stand_apart():
     flow = rec.tapes[0].gradients[0].flow
     flow[:] = [FlowEntry(ids["w"], "nan"), FlowEntry(ids["wx"], "inf"), FlowEntry(ids["b"], 0.0),
                FlowEntry(ids["z"], 1.0)]
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
     colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
     assert colours[graph.tensor_node(ids["w"])] == colours[graph.tensor_node(ids["wx"])] \
@@ -131,7 +135,7 @@ def test_zero_and_non_finite_norms_stand_apart():
 
 def test_no_colour_bar_when_no_gradient_flows():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     fig = figures.op_graph(G, layout.layered(G), flow={graph.tensor_node(ids["w"]): 0.0})
     assert not any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
 
@@ -154,10 +158,10 @@ def test_no_notes_without_a_call():
 
 def test_selected_node_is_ringed():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     pos = layout.layered(G)
     node = graph.tensor_node(ids["wx"])
-    fig = figures.op_graph(G, pos, selected=node, title="z = w*x + b")
+    fig = figures.op_graph(G, pos, View(picked=node), title="z = w*x + b")
     (ring,) = [tr for tr in fig.data if tr.name == "selected"]
     assert (ring.x[0], ring.y[0]) == pos[node] and list(ring.customdata) == [node]
     assert fig.layout.title.text == "z = w*x + b"
@@ -180,11 +184,11 @@ def test_ten_thousand_ops_stay_in_a_handful_of_webgl_traces():
     rec = chain(10_000)
     rec.tapes[0].gradients = []
     G, fig = draw(rec, tape=1)
-    assert len(fig.data) <= len(graph.CATEGORIES) + 1
+    assert len(fig.data) <= len(nodes.CATEGORIES) + 1
     assert all(isinstance(tr, go.Scattergl) for tr in fig.data)
     assert len(lines(fig)) == 1
     # thousands of labels would be an unreadable smear: hover carries them instead
-    assert all(tr.text is None for tr in node_traces(fig) if len(tr.customdata) > figures.LABELLED_TRACE)
+    assert all(tr.text is None for tr in node_traces(fig) if len(tr.customdata) > place.MAX_LABELS)
     assert sum(len(tr.customdata) for tr in node_traces(fig)) == G.number_of_nodes()
 
 
@@ -200,7 +204,7 @@ def test_to_html_is_standalone():
 
 def test_flow_legend_colours_match_the_nodes_rims():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
     shown = [tr for tr in fig.data if tr.showlegend is not False and tr.name]
     assert all(tr.customdata is None for tr in shown), "coloured node traces must not be in the legend"
@@ -227,9 +231,26 @@ def test_long_labels_on_one_row_do_not_overlap():
 
 def test_no_colour_bar_invents_a_range_when_every_gradient_is_one_size():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     w, z = graph.tensor_node(ids["w"]), graph.tensor_node(ids["z"])
     fig = figures.op_graph(G, layout.layered(G), flow={w: 1.0, z: 1.0})
     assert not any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
     fig = figures.op_graph(G, layout.layered(G), flow={w: 3.0, z: 1.0})
     assert any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
+
+
+def test_the_figure_is_built_for_its_legend_and_keeps_the_labels_room_without_it():
+    rec, _ = wxb()
+    G = graph.build(rec, View(tape=1, call=0))
+    pos, flow = layout.layered(G), graph.flow_norms(rec, 1, 0, G)
+    with_legend, without = (figures.op_graph(G, pos, View(legend=shown, height=420), flow=flow)
+                            for shown in (True, False))
+    assert with_legend.layout.showlegend and not without.layout.showlegend
+    # the labels are placed for one plot either way, and the figure says which
+    assert with_legend.layout.meta == without.layout.meta
+    assert label_boxes(with_legend) == label_boxes(without)
+    assert with_legend.layout.height == with_legend.layout.meta["height"] == 420
+    # without the legend the chart is only its plot and margins: no white where the legend was
+    width, height = without.layout.meta["label_room"]
+    assert without.layout.height - without.layout.margin.t - without.layout.margin.b == height
+    assert without.layout.height < with_legend.layout.height

@@ -2,11 +2,12 @@
 large text, and a step-through that reveals without moving anything."""
 import pytest
 
-from tapeviz.draw import figures, graph, layout
+from tapeviz.draw import arrows, figures, graph, layout, place
+from tapeviz.draw.options import View
 from tapeviz.words import values
 from test_graph import Builder, keras_like, o, t, wxb
 from test_graph_lesson import loop
-from test_figures import label_boxes, overlaps
+from test_figures import label_boxes, overlaps, screen_of
 from tapeviz.recording import BACKWARD, FlowEntry, GradientCall, GradResult, Stats, Tape
 
 
@@ -22,7 +23,7 @@ def cube():
 
 
 def drawn(rec, **kw):
-    G = graph.build(rec, **kw)
+    G = graph.build(rec, View(**kw))
     pos = layout.layered(G)
     flow = graph.flow_norms(rec, kw.get("tape"), kw["call"], G) if kw.get("call") is not None else None
     return G, pos, figures.op_graph(G, pos, flow=flow)
@@ -61,7 +62,7 @@ def test_an_input_past_a_chain_curves_around_it_not_under_it():
     a, b = pos[t(ids["x"])], pos[o(rec, ids["y"])]
     # the layout puts the chain on one row: the first Mul sits on the straight x -> second Mul line
     assert a[1] == b[1] == pos[o(rec, ids["xx"])][1] and a[0] < pos[o(rec, ids["xx"])][0] < b[0]
-    assert len(segments[late]) == figures.CURVE_POINTS + 1
+    assert len(segments[late]) == arrows.CURVE_POINTS + 1
     assert max(abs(y - a[1]) for _, y in segments[late]) > 0.1
     straight = list(G.edges).index((t(ids["x"]), o(rec, ids["xx"])))
     assert len(segments[straight]) == 2
@@ -96,14 +97,14 @@ def test_a_big_sources_gradient_is_its_norm():
     dw = rec.tensor(ids["dw"])
     dw.shape = [10, 10]
     dw.stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     assert G.nodes[t(ids["w"])]["label"] == "w = 2\nsize of grad 10"
 
 
 def test_large_text_is_at_least_16_px_and_still_without_overlaps():
     rec, _ = wxb()
-    G = graph.build(rec, tape=1, call=0)
-    fig = figures.op_graph(G, layout.layered(G), large_text=True)
+    G = graph.build(rec, View(tape=1, call=0))
+    fig = figures.op_graph(G, layout.layered(G), View(large_text=True))
     assert all(tr.textfont.size >= 16 for tr in fig.data if tr.customdata is not None and tr.text is not None)
     assert fig.layout.font.size >= 16
     assert overlaps(label_boxes(fig)) == []
@@ -119,12 +120,12 @@ def test_a_3000_op_loop_draws_a_handful_of_markers_naming_the_count():
 
 def test_a_step_reveals_on_the_same_axes():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     pos = layout.layered(G)
     whole = figures.op_graph(G, pos)
     first = o(rec, ids["wx"])
     visible = {n for n, d in G.nodes(data=True) if d["order"] <= G.nodes[first]["order"]}
-    step = figures.op_graph(G, pos, visible=visible, current=first)
+    step = figures.op_graph(G, pos, View(current=first), visible=visible)
     assert step.layout.xaxis.range == whole.layout.xaxis.range
     assert step.layout.yaxis.range == whole.layout.yaxis.range
     drawn_nodes = {n for tr in step.data if tr.customdata is not None and tr.name not in ("this step", "selected")
@@ -137,13 +138,11 @@ def test_none_note_and_labels_do_not_collide():
     rec, ids = wxb()
     G, pos, fig = drawn(rec, tape=1, call=0)
     (note,) = fig.layout.annotations
-    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
-    screen = figures._Screen((fig.layout.xaxis.range, fig.layout.yaxis.range),
-                             fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
-    box = screen.note_box(pos[t(ids["x"])], figures._note_text(G.nodes[t(ids["x"])]["none_reason"]), note.ay)
-    markers = [screen.marker_box(pos[n], figures._radius(G, n)) for n in G if n != t(ids["x"])]
-    assert not any(figures._intersect(box, m) for m in markers)
-    assert not any(figures._intersect(box, b) for _, b in label_boxes(fig))
+    screen = screen_of(fig)
+    box = screen.note_box(pos[t(ids["x"])], place.note_text(G.nodes[t(ids["x"])]["none_reason"]), note.ay)
+    markers = [screen.marker_box(pos[n], place.radius(G, n)) for n in G if n != t(ids["x"])]
+    assert not any(place.intersect(box, m) for m in markers)
+    assert not any(place.intersect(box, b) for _, b in label_boxes(fig))
 
 
 def second_derivative():
@@ -178,10 +177,7 @@ def second_derivative():
 
 def edge_pieces(fig, width_scale=1.0):
     """The drawn edges as straight pieces in the estimated plot pixels label_boxes uses."""
-    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
-    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
-                             fig.layout.height - figures.PLOT_MARGIN,
-                             figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
+    screen = screen_of(fig)
     edges = trace(fig, "edges")
     pieces, last = [], None
     for x, y in zip(edges.x, edges.y):
@@ -233,11 +229,9 @@ def test_no_arrow_crosses_a_label_on_the_small_lesson_graphs():
 
 def misattributed(G, fig) -> list:
     """Labels whose box lies nearer another node's centre than their own's (by more than
-    figures.NEARER_PX): read as that node's label."""
+    place.NEARER_PX): read as that node's label."""
     import numpy as np
-    bar = any(tr.marker is not None and tr.marker.showscale for tr in fig.data)
-    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
-                             fig.layout.height - figures.PLOT_MARGIN, figures.PLOT_W - figures.COLOUR_BAR_PX * bar)
+    screen = screen_of(fig)
     pos = layout.layered(G)
     centres = {n: screen.px(p) for n, p in pos.items()}
 
@@ -247,14 +241,14 @@ def misattributed(G, fig) -> list:
         return float(np.hypot(dx, dy))
 
     return [node for node, box in label_boxes(fig)
-            if any(gap(box, c) + figures.NEARER_PX < gap(box, centres[node]) for m, c in centres.items() if m != node)]
+            if any(gap(box, c) + place.NEARER_PX < gap(box, centres[node]) for m, c in centres.items() if m != node)]
 
 
 def test_each_label_sits_by_its_own_node():
     # A training step's layers in a row, 34 px squares a few px apart: "conv2d_1" placed to
     # the top right of its square sat over the next layer's square and named it.
     rec, _ = keras_like()
-    for G in (graph.build(rec, tape=1, call=0, group=True), graph.build(rec, tape=1, call=0),
-              graph.build(second_derivative()[0], tape=1, call=0)):
+    for G in (graph.build(rec, View(tape=1, call=0, group=True)), graph.build(rec, View(tape=1, call=0)),
+              graph.build(second_derivative()[0], View(tape=1, call=0))):
         fig = figures.op_graph(G, layout.layered(G), flow=None)
         assert misattributed(G, fig) == [], [G.nodes[n]["label"] for n in misattributed(G, fig)]

@@ -4,6 +4,7 @@ import math
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.recording import (BACKWARD, FlowEntry, GradientCall, GradResult, Op, Recording, Stats,
                                Tape, Tensor)
 
@@ -110,7 +111,7 @@ def o(rec, tensor_id):
 
 def test_wxb_nodes_and_edges_on_its_tape():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     mul, add, square = o(rec, ids["wx"]), o(rec, ids["z"]), o(rec, ids["u"])
     assert set(G.edges) == {
         (t(ids["w"]), mul), (t(ids["x"]), mul), (mul, t(ids["wx"])),
@@ -124,7 +125,7 @@ def test_wxb_nodes_and_edges_on_its_tape():
 
 def test_read_variable_op_is_folded_into_the_variable():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     reads = [op for op in rec.ops if op.type == "ReadVariableOp"]
     assert reads and all(graph.op_node(op.id) not in G and t(op.outputs[0]) not in G for op in reads)
     assert G.has_edge(t(ids["w"]), o(rec, ids["wx"]))
@@ -153,14 +154,14 @@ def test_categories_labels_and_order():
 def test_watched_constant_is_its_own_category():
     rec, ids = wxb()
     rec.tapes[0].watched.append(ids["x"])
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert G.nodes[t(ids["x"])]["category"] == "watched_constant"
 
 
 def test_hover_says_shape_dtype_value_stats_and_line():
     rec, ids = wxb()
     rec.tensor(ids["wx"]).stats = Stats(min=1.0, max=2.0, mean=1.5, std=0.5, nan=2, inf=0)
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     hover = G.nodes[t(ids["wx"])]["hover"]
     assert "float32" in hover and "mean 1.5" in hover and "2 NaN" in hover and "line 4" in hover
     assert "value 2" in G.nodes[t(ids["w"])]["hover"]
@@ -174,7 +175,7 @@ def test_tape_none_shows_every_op():
 
 def test_none_gradient_reason_lands_on_its_source():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     assert G.nodes[t(ids["x"])]["none_reason"] == "x is not watched: it is a tf.constant"
     assert "none_reason" not in G.nodes[t(ids["w"])]
     assert G.nodes[t(ids["z"])]["role"] == "target"
@@ -182,7 +183,7 @@ def test_none_gradient_reason_lands_on_its_source():
 
 def test_gradient_path_only_drops_the_unconnected_branch():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0, gradient_path_only=True)
+    G = graph.build(rec, View(tape=1, call=0, path_only=True))
     assert t(ids["u"]) not in G and o(rec, ids["u"]) not in G
     assert {t(ids["w"]), t(ids["b"]), t(ids["wx"]), t(ids["z"]), o(rec, ids["wx"]), o(rec, ids["z"])} <= set(G)
     # the None source stays, so that its reason has somewhere to be shown
@@ -192,19 +193,19 @@ def test_gradient_path_only_drops_the_unconnected_branch():
 def test_gradient_path_without_flow_follows_the_graph():
     rec, ids = wxb()
     rec.tapes[0].gradients[0].flow = []
-    G = graph.build(rec, tape=1, call=0, gradient_path_only=True)
+    G = graph.build(rec, View(tape=1, call=0, path_only=True))
     assert t(ids["u"]) not in G and t(ids["wx"]) in G and o(rec, ids["z"]) in G
 
 
 def test_gradient_path_needs_a_call():
     rec, _ = wxb()
     with pytest.raises(ValueError):
-        graph.build(rec, tape=1, gradient_path_only=True)
+        graph.build(rec, View(tape=1, path_only=True))
 
 
 def test_upto_op_replays_a_prefix():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, upto_op=rec.tensor(ids["wx"]).producer)
+    G = graph.build(rec, View(tape=1), upto_op=rec.tensor(ids["wx"]).producer)
     assert o(rec, ids["wx"]) in G and t(ids["wx"]) in G
     assert o(rec, ids["z"]) not in G and t(ids["z"]) not in G and t(ids["u"]) not in G
 
@@ -236,19 +237,19 @@ def test_grouping_collapses_each_layer_per_phase():
 
 def test_grouping_keeps_what_crosses_a_layer_and_hides_the_rest():
     rec, ids = keras_like()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     dense, dense_1 = "g:forward:sequential/dense", "g:forward:sequential/dense_1"
     assert G.has_edge(t(ids["k1"]), dense) and G.has_edge(dense, t(ids["h"])) and G.has_edge(t(ids["h"]), dense_1)
     inside = [t(op.outputs[0]) for op in rec.ops if op.scope == "sequential/dense" and op.type != "Relu"]
     assert not any(n in G for n in inside)
-    assert t(ids["eps"]) not in G and t(ids["eps"]) in graph.build(rec, tape=1, group=False)
+    assert t(ids["eps"]) not in G and t(ids["eps"]) in graph.build(rec, View(tape=1, group=False))
     assert G.edges[t(ids["x"]), dense]["count"] == 2   # used twice inside the layer: one edge
     assert G.nodes[dense]["label"] == "dense"        # only the forward phase on this tape
 
 
 def test_expand_shows_one_layer_op_by_op():
     rec, ids = keras_like()
-    G = graph.build(rec, tape=1, expand={"sequential/dense"})
+    G = graph.build(rec, View(tape=1, expand={"sequential/dense"}))
     assert "g:forward:sequential/dense" not in G and "g:forward:sequential/dense_1" in G
     assert G.nodes[o(rec, ids["h"])]["label"] == "Relu"
     assert G.nodes[o(rec, ids["h"])]["group"] == "sequential/dense"
@@ -256,7 +257,7 @@ def test_expand_shows_one_layer_op_by_op():
 
 def test_group_false_shows_every_op():
     rec, _ = keras_like()
-    G = graph.build(rec, tape=1, group=False)
+    G = graph.build(rec, View(tape=1, group=False))
     assert not any(d["kind"] == "group" for _, d in G.nodes(data=True))
     assert sum(d["kind"] == "op" for _, d in G.nodes(data=True)) == \
         sum(1 for op in rec.ops if op.tapes and op.type != "ReadVariableOp")
@@ -267,7 +268,7 @@ def test_group_flow_norm_is_the_largest_of_its_ops():
     call = rec.tapes[0].gradients[0]
     call.flow = [FlowEntry(ids["k1"], 0.5), FlowEntry(ids["h"], 2.0), FlowEntry(ids["y"], 1.0),
                  FlowEntry(ids["loss"], 1.0)]
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     norms = graph.flow_norms(rec, 1, 0, G)
     assert norms["g:forward:sequential/dense"] == 2.0 and norms["g:forward:sequential/dense_1"] == 1.0
     assert set(norms) <= set(G)
@@ -287,14 +288,14 @@ def test_gradient_calls_are_labelled_with_names():
 
 def test_ten_thousand_op_chain_groups_into_layers():
     rec = chain(10_000, scope_every=100)
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert sum(d["kind"] == "group" for _, d in G.nodes(data=True)) == 100
-    assert graph.build(rec, tape=1, group=False).number_of_nodes() == 20_001
+    assert graph.build(rec, View(tape=1, group=False)).number_of_nodes() == 20_001
 
 
 def test_a_named_layer_output_nobody_used_stays():
     rec, ids = keras_like()
     y_op = rec.op(rec.tensor(ids["y"]).producer)
     rec.ops = rec.ops[:rec.ops.index(y_op) + 1]       # y = model(x) and nothing after
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert G.has_edge("g:forward:sequential/dense_1", t(ids["y"]))

@@ -3,6 +3,7 @@ and the ops an unwatched input kept off the tape. Hand-built recordings, no Tens
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
 from test_graph import Builder, o, t, wxb
@@ -30,7 +31,7 @@ def loop(n, line=6):
 
 def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
     rec, ids = loop(3000)
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     folds = {n: d for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT}
     assert sorted(d["op_type"] for d in folds.values()) == ["AddV2", "Mul"]
     assert all(len(d["members"]) == 3000 for d in folds.values())
@@ -47,29 +48,29 @@ def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
 
 def test_unfolding_a_fold_shows_every_op():
     rec, _ = loop(10)
-    folded = graph.build(rec, tape=1)
+    folded = graph.build(rec, View(tape=1))
     mul = next(n for n, d in folded.nodes(data=True) if d.get("op_type") == "Mul")
-    G = graph.build(rec, tape=1, expand=[mul])
+    G = graph.build(rec, View(tape=1, expand=[mul]))
     assert sum(d.get("label") == "*" for _, d in G.nodes(data=True)) == 10
-    assert graph.build(rec, tape=1, fold=False).number_of_nodes() > 3 * 10
+    assert graph.build(rec, View(tape=1, fold=False)).number_of_nodes() > 3 * 10
 
 
 def test_a_few_repeats_stay_unfolded():
     # y = x * x * x: two Muls on one line are the lesson, not a loop
     rec, _ = loop(graph.FOLD_AT - 1)
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert not any(d["kind"] == graph.REPEAT for _, d in G.nodes(data=True))
 
 
 def test_labels_carry_the_value_and_the_exact_gradient_of_each_source():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + values.short_value(rec.tensor(ids["dw"]))
     assert G.nodes[t(ids["x"])]["label"] == "x = 3\ngrad None"
     assert G.nodes[t(ids["z"])]["label"] == "z\ngrad 1"     # the target; z has no recorded value here
     assert G.nodes[t(ids["wx"])]["label"].endswith("size of grad 1")
     # without a call, only values
-    assert graph.build(rec, tape=1).nodes[t(ids["w"])]["label"] == "w = 2"
+    assert graph.build(rec, View(tape=1)).nodes[t(ids["w"])]["label"] == "w = 2"
 
 
 def test_big_tensors_show_shape_and_norm():
@@ -83,7 +84,7 @@ def test_big_tensors_show_shape_and_norm():
 
 def test_x_times_x_is_one_edge_counting_two_inputs():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert G.edges[t(ids["x"]), o(rec, ids["u"])]["count"] == 2
 
 
@@ -97,7 +98,7 @@ def test_variable_plumbing_is_hidden_unless_asked_for():
     c = b.op("AddV2", [a, a], tapes=(), name="c")
     G = graph.build(b.rec)
     assert {d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"} == {"+"}
-    shown = graph.build(b.rec, plumbing=True)
+    shown = graph.build(b.rec, View(plumbing=True))
     assert {"VarHandleOp", "AssignVariableOp"} <= {d["label"] for _, d in shown.nodes(data=True)}
     assert G.nodes[t(c)]["label"] == "c"
 
@@ -112,35 +113,35 @@ def test_an_unwatched_constant_still_shows_the_ops_its_block_ran():
                         results=[GradResult(x, None, "not watched: x is a constant tensor")])
     b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
                             gradients=[call], end_line=4))
-    G = graph.build(b.rec, tape=1, call=0)
+    G = graph.build(b.rec, View(tape=1, call=0))
     mul = o(b.rec, y)
     assert G.nodes[mul]["category"] == graph.UNRECORDED_OP
     assert G.has_edge(t(x), mul) and G.has_edge(mul, t(y))
     assert G.nodes[t(x)]["none_reason"].startswith("not watched")
     assert G.nodes[t(x)]["label"].endswith("grad None")
     # what the tape recorded, asked for alone, is still nothing but the source
-    assert mul not in graph.build(b.rec, tape=1)
+    assert mul not in graph.build(b.rec, View(tape=1))
 
 
 def test_backward_ops_of_the_call_on_request():
     rec, ids = wxb()
     rec.ops[-2].call = rec.ops[-1].call = 0
     rec.ops[-2].line = rec.ops[-1].line = 7
-    assert o(rec, ids["dw"]) not in graph.build(rec, tape=1, call=0)
-    assert o(rec, ids["dw"]) in graph.build(rec, tape=1, call=0, backward=True)
+    assert o(rec, ids["dw"]) not in graph.build(rec, View(tape=1, call=0))
+    assert o(rec, ids["dw"]) in graph.build(rec, View(tape=1, call=0, backward=True))
 
 
 def test_nan_values_are_marked():
     rec, ids = wxb()
     rec.tensor(ids["wx"]).stats = Stats(min="nan", max="nan", mean="nan", std="nan", nan=1)
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     assert G.nodes[t(ids["wx"])]["nonfinite"] and G.nodes[t(ids["wx"])]["label"].startswith("⚠ NaN")
 
 
 def test_fold_flow_is_the_largest_of_its_ops():
     rec, ids = loop(6)
     rec.tapes[0].gradients[0].flow.append(FlowEntry(rec.ops[-1].outputs[0], 1.0))
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     flow = graph.flow_norms(rec, 1, 0, G)
     add = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "AddV2")
     assert flow[add] == 1.0
@@ -167,14 +168,14 @@ def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
         b.rec.tensor(images).line = 5
         h = b.op("MatMul", [images, b.read(w, scope="seq/dense")], scope="seq/dense", line=6, shape=(4, 1))
         b.op("Mean", [h], scope="loss/mean", line=7, name="loss")
-    G = graph.build(b.rec, group=True)
+    G = graph.build(b.rec, View(group=True))
     tensors = {n: d for n, d in G.nodes(data=True) if d["kind"] == "tensor"}
     stacked = {d["label"].splitlines()[0] for d in tensors.values() if d.get("stacked")}
     assert stacked == {"images ×8 = 4×2", "4×1 ×8", f"loss ×{steps}"}
     newest = max(t for t in (d["ref"] for d in tensors.values()) if b.rec.tensor(t).name == "images")
     assert newest == max(x.id for x in b.rec.tensors if x.name == "images")
     assert len(tensors) == 4        # w, and one of each step's images, activations and losses
-    unfolded = graph.build(b.rec, group=True, fold=False)
+    unfolded = graph.build(b.rec, View(group=True, fold=False))
     assert sum(d["kind"] == "tensor" for _, d in unfolded.nodes(data=True)) == 1 + 3 * steps
 
 
@@ -184,20 +185,20 @@ def test_small_flow_gradients_are_labelled_with_their_signed_values():
     call = rec.tapes[0].gradients[0]
     call.flow = [FlowEntry(ids["w"], 6.0, -6.0), FlowEntry(ids["wx"], 2.0, -2.0),
                  FlowEntry(ids["z"], 1.0, 1.0), FlowEntry(ids["u"], 2.5, [[-1.5], [2.0]])]
-    G = graph.build(rec, tape=1, call=0, fold=False)
+    G = graph.build(rec, View(tape=1, call=0, fold=False))
     assert G.nodes[t(ids["wx"])]["grad_text"] == "grad -2"
     assert G.nodes[t(ids["z"])]["grad_text"] == "grad 1"
     # a source keeps its exact gradient from the call's results, not the flow
     assert G.nodes[t(ids["w"])]["grad_text"] == "grad " + values.short_value(rec.tensor(ids["dw"]))
     # a recording from before the field: the norm in words, as before
     call.flow = [FlowEntry(ids["wx"], 2.0)]
-    assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2"
+    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2"
 
 
 def test_a_big_flow_value_is_said_as_its_size():
     rec, ids = wxb()
     rec.tapes[0].gradients[0].flow = [FlowEntry(ids["wx"], 5.0, [1.0, -2.0, 2.0, -2.0, 2.0])]
-    assert graph.build(rec, tape=1, call=0).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5"
+    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5"
 
 
 def two_steps():
@@ -224,9 +225,9 @@ def two_steps():
 def test_a_variable_in_a_steps_graph_shows_the_value_that_step_read():
     rec, w, reads = two_steps()
     for tape_id, read in zip((1, 2), reads):
-        label = graph.build(rec, tape=tape_id, call=0).nodes[t(w)]["label"]
+        label = graph.build(rec, View(tape=tape_id, call=0)).nodes[t(w)]["label"]
         assert label.splitlines()[0] == "w = " + values.number_text(rec.tensor(read).value)
-        assert graph.build(rec, tape=tape_id).nodes[t(w)]["label"] == label.splitlines()[0]
+        assert graph.build(rec, View(tape=tape_id)).nodes[t(w)]["label"] == label.splitlines()[0]
     assert rec.tensor(w).value == 2.0         # the recording itself is not changed
 
 
@@ -251,7 +252,7 @@ def test_a_tf_function_call_shows_its_input_variables_value_and_only_its_result(
                             ops=[call_op.id], end_line=12, gradients=[GradientCall(
                                 line=14, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dx)],
                                 flow=[FlowEntry(x, 8.0, 8.0), FlowEntry(y, 1.0, 1.0)])]))
-    G = graph.build(b.rec, tape=1, call=0)
+    G = graph.build(b.rec, View(tape=1, call=0))
     assert G.nodes[t(x)]["label"] == "x = 3\ngrad 8"
     assert sorted(d["label"] for n, d in G.nodes(data=True) if d["kind"] == "tensor") == ["x = 3\ngrad 8",
                                                                                          "y = 15\ngrad 1"]

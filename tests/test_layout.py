@@ -3,6 +3,7 @@ import networkx as nx
 import pytest
 
 from tapeviz.draw import graph, layout
+from tapeviz.draw.options import View
 from test_graph import chain, keras_like
 
 
@@ -19,7 +20,7 @@ def crossings(G, pos):
 
 def test_every_edge_points_to_a_later_layer():
     rec, _ = keras_like()
-    G = graph.build(rec, group=False)
+    G = graph.build(rec, View(group=False))
     pos = layout.layered(G)
     assert set(pos) == set(G)
     assert all(pos[u][0] < pos[v][0] for u, v in G.edges)
@@ -62,7 +63,7 @@ def test_sweeps_undo_a_crossing():
 
 def test_no_two_nodes_share_a_place():
     rec, _ = keras_like()
-    G = graph.build(rec, group=False)
+    G = graph.build(rec, View(group=False))
     pos = layout.layered(G)
     assert len(set(pos.values())) == len(pos)
 
@@ -91,7 +92,7 @@ def test_bad_direction_is_refused():
 
 
 def test_ten_thousand_op_chain():
-    G = graph.build(chain(10_000), tape=1)
+    G = graph.build(chain(10_000), View(tape=1))
     pos = layout.layered(G)
     assert len(pos) == G.number_of_nodes() == 20_001
     assert all(pos[u][0] < pos[v][0] for u, v in G.edges)

@@ -9,6 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.state import debugger, view
 from tapeviz.words import markdown, notes
 from tapeviz.recording import Recording
@@ -124,14 +125,14 @@ def test_the_debugger_callouts_legend_and_summaries_are_text():
         assert callout.text.split("**")[1]     # the expander's label takes the bold part
     inert(view.legend_text(rec, "call:0:0"))
     inert(view.tape_summary(rec, 0))
-    G = graph.build(rec, tape=0, call=0)
+    G = graph.build(rec, View(tape=0, call=0))
     for node in view.step_nodes(G):
         inert(view.step_words(G, node))
 
 
 def test_the_inspector_is_text():
     rec = hostile_recording()
-    G = graph.build(rec, tape=0, call=0, fold=False)
+    G = graph.build(rec, View(tape=0, call=0, fold=False))
     for node in G:
         d = view.details(rec, G, node)
         inert(notes.inspector(d))

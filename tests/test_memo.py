@@ -1,9 +1,11 @@
 """The drawn-graph memo shared by all sessions (state/memo.py): bounded in bytes together and
 in entries per session, least recently used out first; its size estimate checked against
 what tracemalloc measures for real drawn graphs."""
+import dataclasses
 import tracemalloc
 
 from tapeviz.draw import graph, layout
+from tapeviz.draw.options import View
 from tapeviz.state.memo import SharedMemo, graph_bytes
 from tapeviz.recording import Recording
 
@@ -20,7 +22,7 @@ def chain(ops: int) -> Recording:
 
 
 def drawn(rec):
-    G = graph.build(rec, fold=False, group=False)
+    G = graph.build(rec, View(fold=False, group=False))
     return G, layout.layered(G)
 
 
@@ -57,3 +59,16 @@ def test_one_graph_over_the_bound_is_still_kept_for_its_page():
     memo.put("a", 1, "small", 60)
     memo.put("b", 1, "large", 1_000)
     assert memo.get("b", 1) == "large" and memo.get("a", 1) is None
+
+
+def test_a_view_keys_its_graph_by_the_graph_choices_only():
+    from tapeviz.draw.options import View
+    chosen = View(group=False, expand=["sequential/dense"], unfold=["r:forward:3:AddV2"])
+    pictured = dataclasses.replace(chosen, legend=False, large_text=True, current="o4", picked="t2",
+                                   width=900, height=500)
+    # a step, a pick or a resize draws another figure of the same walked graph
+    assert pictured.graph_part() == chosen.graph_part() and pictured != chosen
+    assert len({chosen, pictured, chosen.graph_part()}) == 2
+    assert dataclasses.replace(chosen, fold=False).graph_part() != chosen.graph_part()
+    G = graph.build(chain(20), pictured)
+    assert set(G) == set(graph.build(chain(20), chosen.graph_part()))

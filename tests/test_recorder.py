@@ -840,6 +840,7 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     function's graph in its block and gradient call, in the order, types and shapes of the
     graph plain TensorFlow builds; the graph itself, the results and the output unchanged."""
     from tapeviz.draw import graph, overview
+    from tapeviz.draw.options import View
     from tapeviz.state import view
     plain, out = run_plain(TRACED_STEP)
     rec, ns = run_recorded(TRACED_STEP)
@@ -870,7 +871,7 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     assert "was traced into tf.function `train_step`" in said and "`w`: grad 2×1" in said
     fig = overview.figure(rec, tape=tape.id, call=0)
     assert "traced in tf.function train_step" in fig.layout.title.text
-    drawn_graph = graph.build(rec, tape=tape.id, call=0)
+    drawn_graph = graph.build(rec, View(tape=tape.id, call=0))
     assert drawn_graph.graph["traced"] == "train_step"
     assert any("traced into tf.function train_step" in data.get("hover", "")
                for _, data in drawn_graph.nodes(data=True))

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from tapeviz import recording_gate as gate
-from tapeviz.draw import graph
+from tapeviz.draw import graph, labels, nodes
+from tapeviz.draw.options import View
 from tapeviz import examples
 from tapeviz.state import opened
 from tapeviz.recording import Recording
@@ -145,7 +146,7 @@ def test_a_100000_deep_json_is_a_plain_refusal_not_a_recursion_error():
 # -- the graph's own wall, behind the gate ------------------------------------------------------
 
 def test_a_real_recording_unfolded_is_drawn_whole(cnn):
-    G = graph.build(Recording.from_dict(cnn), fold=False, group=False)
+    G = graph.build(Recording.from_dict(cnn), View(fold=False, group=False))
     assert "cut" not in G.graph and "cut_text" not in G.graph
     assert len(G) > 20_000
 
@@ -166,22 +167,22 @@ def test_past_the_node_budget_the_graph_stops_and_says_so():
     d = wide(gate.MAX_OPS, 4)
     assert gate.problem(d) is None           # 100,000 nodes would be drawn without the wall
     rec = Recording.from_dict(d)
-    G = graph.build(rec, fold=False)
+    G = graph.build(rec, View(fold=False))
     assert len(G) <= graph.MAX_NODES
     drawn = sum(1 for _, k in G.nodes(data="kind") if k == "op")
     assert f"first {drawn:,} of these {gate.MAX_OPS:,} ops" in G.graph["cut"]
     # the reference: what it drew is exactly the graph of the ops it names
-    assert set(G) == set(graph.build(rec, fold=False, upto_op=drawn - 1))
+    assert set(G) == set(graph.build(rec, View(fold=False), upto_op=drawn - 1))
 
 
 def test_past_the_text_budget_labels_and_hovers_are_cut_to_their_share():
     d = wide(gate.MAX_OPS, 3, scope="s" * 400)     # every hover repeats its op's scope
     assert gate.problem(d) is None
     rec = Recording.from_dict(d)
-    G = graph.build(rec, fold=False, group=False)
+    G = graph.build(rec, View(fold=False, group=False))
     total = sum(len(a["label"]) + len(a["hover"]) for _, a in G.nodes(data=True))
-    assert total <= graph.MAX_TEXT and "shortened" in G.graph["cut_text"]
-    whole = graph._tensor_hover(rec.tensor(0), graph.INTERMEDIATE, rec.op(0))
+    assert total <= labels.MAX_TEXT and "shortened" in G.graph["cut_text"]
+    whole = labels._tensor_hover(rec.tensor(0), nodes.INTERMEDIATE, rec.op(0))
     assert whole.startswith(G.nodes["t0"]["hover"].rstrip("…"))
 
 

@@ -6,11 +6,12 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
-from tapeviz.draw import figures, graph, layout  # noqa: E402
+from tapeviz.draw import figures, graph, layout, place  # noqa: E402
+from tapeviz.draw.options import View  # noqa: E402
 from tapeviz.state import view  # noqa: E402
 from tapeviz.ui import viewport  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
-from test_figures import overlaps  # noqa: E402
+from test_figures import overlaps, screen_of  # noqa: E402
 
 WINDOWS = (1600, 1280, 1024)
 
@@ -23,27 +24,26 @@ def drawn():
         rec = recorder.record(examples.load(name).source)
         state = view.opening(rec)
         tape, call = view.parse_view(state["view"])
-        G = graph.build(rec, tape=tape, call=call, fold=state["fold"], backward=state["backward"],
-                        group=state.get("group", graph.opens_grouped(rec)))
+        G = graph.build(rec, View(tape=tape, call=call, fold=state["fold"], backward=state["backward"], group=state.get("group", graph.opens_grouped(rec))))
         out[name] = (G, layout.layered(G), graph.flow_norms(rec, tape, call, G))
     return out
 
 
 def page_figure(G, pos, flow, window, large=False):
     width = viewport.graph_width(window, False, large)
-    fig = figures.op_graph(G, pos, flow=flow, chart_width=width, large_text=large)
-    screen = figures._Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)),
-                             fig.layout.height - figures.PLOT_MARGIN, width - figures.MARGIN_W - figures.COLOUR_BAR_PX)
+    # as the page opens: no legend, the plot the labels were placed for said in the meta
+    fig = figures.op_graph(G, pos, View(width=width, large_text=large, legend=False), flow=flow)
+    screen = screen_of(fig)
     font = fig.layout.font.size
     boxes = []
     for tr in fig.data:
         if tr.text is None or tr.customdata is None:
             continue
         places = tr.textposition if isinstance(tr.textposition, tuple) else [tr.textposition] * len(tr.x)
-        for node, x, y, text, place in zip(tr.customdata, tr.x, tr.y, tr.text, places):
+        for node, x, y, text, where in zip(tr.customdata, tr.x, tr.y, tr.text, places):
             if text:
-                boxes.append((node, text, screen.label_box((x, y), figures._radius(G, node),
-                                                           text.split("<br>"), place, font)))
+                boxes.append((node, text, screen.label_box((x, y), place.radius(G, node),
+                                                           text.split("<br>"), where, font)))
     return fig, screen, boxes
 
 
@@ -58,7 +58,7 @@ def test_the_steps_loss_is_labelled_whole_inside_the_chart(drawn, window, large)
     assert target in said, f"the loss has no label at a {window} px window"
     text, box = said[target]
     assert text.split("<br>") == G.nodes[target]["label"].split("\n")
-    assert figures._inside(box, screen), box
+    assert place.inside(box, screen), box
     assert overlaps([(n, b) for n, _, b in boxes]) == []
 
 
@@ -66,7 +66,7 @@ def test_the_steps_loss_is_labelled_whole_inside_the_chart(drawn, window, large)
 def test_no_white_above_the_graph_past_its_top_rows_labels(drawn, window):
     for name, (G, pos, flow) in drawn.items():
         fig, screen, boxes = page_figure(G, pos, flow, window)
-        marks = [screen.marker_box(pos[n], figures._radius(G, n)) for n in pos]
+        marks = [screen.marker_box(pos[n], place.radius(G, n)) for n in pos]
         top = max(b[3] for b in marks + [b for _, _, b in boxes])
         assert top <= screen.h, f"{name}: a label past the top edge"
         # the top row's labels sit against the top edge: 50 px of white above pushed the

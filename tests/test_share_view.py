@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import share, view
 from tapeviz.recording import Recording
@@ -36,7 +37,7 @@ def test_a_compression_bomb_is_refused():
 
 def test_details_of_a_tensor_name_its_producer_consumers_and_line():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     d = view.details(rec, G, graph.tensor_node(ids["w"]))
     assert d.title == "w" and d.value == "2" and d.consumers and d.consumers[0].startswith("Mul")
     x = view.details(rec, G, graph.tensor_node(ids["x"]))
@@ -47,7 +48,7 @@ def test_details_of_a_tensor_name_its_producer_consumers_and_line():
 
 def test_grouped_nodes_are_found_for_their_ops_and_offer_expansion():
     rec, ids = keras_like()
-    G = graph.build(rec, tape=1, group=True)
+    G = graph.build(rec, View(tape=1, group=True))
     relu = rec.tensor(ids["h"]).producer
     node = view.node_for_op(G, relu)
     assert node.startswith("g:") and view.details(rec, G, node).group == "sequential/dense"

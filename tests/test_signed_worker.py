@@ -6,6 +6,7 @@ import textwrap
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.state import view
 from test_view_worker import plain, recorded
@@ -39,7 +40,7 @@ REFERENCE = textwrap.dedent("""
 def test_an_all_scalar_programs_labels_carry_plain_tfs_signed_gradients(tmp_path):
     reference = json.loads(plain(REFERENCE, tmp_path)[-1])
     rec = recorded(SCALARS, tmp_path)
-    G = graph.build(rec, tape=rec.tapes[0].id, call=0)
+    G = graph.build(rec, View(tape=rec.tapes[0].id, call=0))
     grad_of_value = {}
     for _, d in G.nodes(data=True):
         if d["kind"] == "tensor" and d["grad_text"] is not None:
@@ -70,7 +71,7 @@ def test_each_steps_graph_shows_the_variable_as_that_step_read_it(tmp_path):
     assert len(steps) == len(printed) == 5
     for key, w in zip(steps, printed):
         tape, call = view.parse_view(key)
-        G = graph.build(rec, tape=tape, call=call)
+        G = graph.build(rec, View(tape=tape, call=call))
         node = next(d for _, d in G.nodes(data=True) if d.get("name") == "w")
         assert node["label"].splitlines()[0] == "w = " + values.number_text(w), (key, node["label"])
     assert len({values.number_text(w) for w in printed}) == 5, "the steps must differ for the test to tell"

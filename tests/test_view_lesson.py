@@ -2,6 +2,7 @@
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.words import reasons
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
@@ -121,7 +122,7 @@ def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
     nan = view.callouts(rec)[-1]
     assert nan.view == "call:1:0" and nan.backward and nan.tensor == ids["dw"]
     assert nan.text.startswith("**NaN** first appeared at line 7")
-    G = graph.build(rec, tape=1, call=0, backward=True)
+    G = graph.build(rec, View(tape=1, call=0, backward=True))
     assert view.node_for_tensor(rec, G, ids["dw"]) == t(ids["dw"])
     # the op that made it in the student's words: `*`, and TensorFlow's SqrtGrad as the
     # gradient of tf.sqrt
@@ -141,7 +142,7 @@ def test_a_gradient_holding_a_nan_says_nan_not_the_size_of_its_finite_part():
 
 def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
     rec, ids = wxb()
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     order = view.step_nodes(G)
     assert order == [o(rec, ids["wx"]), o(rec, ids["z"]), o(rec, ids["u"])]
     first = view.revealed(G, order[0])
@@ -152,7 +153,7 @@ def test_steps_follow_the_drawn_ops_and_reveal_what_ran():
 
 def test_a_fold_offers_unfolding_in_the_inspector():
     rec, _ = loop(10)
-    G = graph.build(rec, tape=1, call=0)
+    G = graph.build(rec, View(tape=1, call=0))
     fold = next(n for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT)
     d = view.details(rec, G, fold)
     assert d.unfold == fold and "×10" in d.title
@@ -186,7 +187,7 @@ def test_a_long_loop_opens_on_its_newest_step_that_kept_its_ops():
     rec = steps_loop(5, kept_from=3)
     assert view.default_view(rec) == "call:4:0" and view.default_tape(rec) == 4
     assert view.opening(rec)["view"] == "call:4:0"
-    G = graph.build(rec, tape=4, call=0)
+    G = graph.build(rec, View(tape=4, call=0))
     assert any(d["kind"] == "op" for _, d in G.nodes(data=True)), "its picture has its ops"
     choices = dict(view.view_choices(rec))
     assert choices["call:4:0"].startswith("step 5 of 5, tape `tape`, line 6: gradient of loss")
@@ -228,7 +229,7 @@ def test_every_call_of_a_tape_on_one_target_is_one_picture():
     choices = dict(view.view_choices(rec))
     assert choices["calls:1"] == "every gradient of z: x, w, b (tape 1.gradient, lines 7–9)"
     assert {"call:1:0", "call:1:1", "call:1:2"} <= set(choices), "each call still on its own"
-    G = graph.build(rec, tape=1, call=graph.ALL_CALLS)
+    G = graph.build(rec, View(tape=1, call=graph.ALL_CALLS))
     grads = {G.nodes[t(ids[n])]["grad_text"] for n in ("w", "b", "x")}
     assert grads == {"grad 3", "grad 1", "grad None"}
     assert "not watched" in G.nodes[t(ids["x"])]["none_reason"]
@@ -335,7 +336,7 @@ def test_a_jacobian_says_its_matrix_not_its_norm():
     said = view.sentence(b.rec, "call:0:0")
     assert said.endswith("the jacobian of `y` with respect to `x` is "
                          + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
-    G = graph.build(b.rec, tape=0, call=0)
+    G = graph.build(b.rec, View(tape=0, call=0))
     assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
     # y's own d sum(y)/dy is all ones, which read as y's gradient or the jacobian: not drawn;
     # between x and y the flow is said for what it is, and the legend says so too
@@ -409,7 +410,7 @@ def two_files():
 
 def test_an_op_in_another_file_is_quoted_from_that_file():
     rec, mean = two_files()
-    G = graph.build(rec, tape=1)
+    G = graph.build(rec, View(tape=1))
     node = o(rec, mean)
     assert G.nodes[node]["label"] == "tf.reduce_mean"     # read off the module's line, not main.py's
     where, excerpt = view.excerpt_for(rec, G, node, context=0)

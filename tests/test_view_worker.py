@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from tapeviz.draw import graph
+from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.state import view
 from tapeviz.recording import Recording
@@ -52,7 +53,7 @@ def test_a_loop_past_the_op_bound_opens_on_its_last_step_with_its_ops(tmp_path):
     rec = recorded(LOOP, tmp_path, keep_steps=None, max_ops=200)   # every step recorded
     assert rec.error is None and rec.dropped.get("ops"), "the bound dropped the early steps' ops"
     tape, call = view.parse_view(view.default_view(rec))
-    G = graph.build(rec, tape=tape, call=call)
+    G = graph.build(rec, View(tape=tape, call=call))
     assert any(d["kind"] == "op" for _, d in G.nodes(data=True))
     chosen = graph.gradient_call(rec, tape, call)
     grad = rec.tensor(chosen.results[0].grad).value
@@ -82,7 +83,7 @@ def test_a_persistent_tapes_three_calls_open_on_one_picture(tmp_path):
     key = view.default_view(rec)
     assert key.startswith("calls:")
     tape, call = view.parse_view(key)
-    G = graph.build(rec, tape=tape, call=call)
+    G = graph.build(rec, View(tape=tape, call=call))
     by_name = {d.get("name"): d for _, d in G.nodes(data=True) if d["kind"] == "tensor"}
     assert none == "None" and by_name["x"]["grad_text"] == "grad None"
     assert by_name["w"]["grad_text"] == "grad " + values.number_text(float(dw))
@@ -132,7 +133,7 @@ PYTHON_OPS = textwrap.dedent("""
 def test_ops_are_named_as_the_python_that_made_them(tmp_path):
     plain(PYTHON_OPS, tmp_path)
     rec = recorded(PYTHON_OPS, tmp_path)
-    G = graph.build(rec, tape=rec.tapes[0].id, call=0)
+    G = graph.build(rec, View(tape=rec.tapes[0].id, call=0))
     said = {(d["line"], d["label"]): d["hover"] for _, d in G.nodes(data=True) if d["kind"] == "op"}
     # each op's label is what its line wrote; TensorFlow's op type is in its hover
     for line, python, tf_type in [(5, "@", "MatMul"), (6, "tf.matmul", "MatMul"), (7, "+", "AddV2"),
@@ -156,7 +157,7 @@ def test_a_projects_ops_are_quoted_from_their_own_files(tmp_path):
     assert rec.error is None, rec.error
     tape = rec.tapes[0]
     assert [rec.tensor(r.grad).value for r in tape.gradients[0].results] == printed[0]
-    G = graph.build(rec, tape=tape.id, call=0)
+    G = graph.build(rec, View(tape=tape.id, call=0))
     mean = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "Mean")
     line = line_of(folder, "trainer/losses.py", "tf.reduce_mean")
     assert G.nodes[mean]["label"] == "tf.reduce_mean"
@@ -187,7 +188,7 @@ def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
     norms = [float(x) for x in plain(KERAS_LOOP, tmp_path)]
     rec = recorded(KERAS_LOOP, tmp_path)
     assert rec.error is None, rec.error
-    G = graph.build(rec, group=True)
+    G = graph.build(rec, View(group=True))
     (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
     assert logits["stacked"] == 8 and logits["label"].startswith("logits ×8")
     assert logits["label"].endswith("size " + values.number_text(norms[-1])), "the newest step's logits"
@@ -225,7 +226,7 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
     printed = dict(line.split(" = ") for line in plain(function, tmp_path))
     rec = recorded(function, tmp_path)
     tape, call = view.parse_view(view.default_view(rec))
-    G = graph.build(rec, tape=tape, call=call)
+    G = graph.build(rec, View(tape=tape, call=call))
     labels = sorted(d["label"] for _, d in G.nodes(data=True) if d["kind"] == "tensor")
     assert labels == [f"x = 3\ngrad {values.number_text(float(printed['dy_dx']))}",
                       f"y = {values.number_text(float(printed['y']))}\ngrad 1"]

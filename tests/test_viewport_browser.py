@@ -37,14 +37,15 @@ def drawn_boxes(recording, chart_width, height=None):
     (and `height` px tall when the page fitted it to the window): (how many
     labels, how many of its folded-loop and layer boxes are named)."""
     from tapeviz.draw import figures, graph, layout, overview
+    from tapeviz.draw.options import View
     from tapeviz.state import view
     rec = overview.as_recording(json.loads((recording / "run.json").read_text()))
     tape, call = view.parse_view(view.default_view(rec))
-    G = graph.build(rec, tape=tape, call=call, group=graph.opens_grouped(rec))
+    showing = View(tape=tape, call=call, group=graph.opens_grouped(rec), legend=False, width=chart_width,
+                   height=height)
+    G = graph.build(rec, showing)
     flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
-    pos = layout.layered(G)
-    size = None if height is None or height == figures.chart_height(pos) else (None, height)
-    fig = figures.op_graph(G, pos, flow=flow, chart_width=chart_width, size=size)
+    fig = figures.op_graph(G, layout.layered(G), showing, flow=flow)
     texts = {n: t for tr in fig.data if tr.customdata is not None and tr.text is not None
              for n, t in zip(tr.customdata, tr.text) if t}
     boxes = [n for n, d in G.nodes(data=True) if d.get("kind") in ("repeat", "group")]
@@ -54,8 +55,8 @@ def drawn_boxes(recording, chart_width, height=None):
 
 def labels_on_page(page, viewer, width, height, graph_first):
     """(the chart's width as Chromium lays it out and the height its labels were placed for
-    (its meta: the page takes the legend's room off what it shows), the labels plotly drew)
-    once settled."""
+    (its meta: the chart's height with the legend's room, which the page, legend off, does
+    not draw), the labels plotly drew) once settled."""
     page.set_viewport_size({"width": width, "height": height})
     page.goto(viewer)
     page.wait_for_selector(".js-plotly-plot .scatterlayer", timeout=WAIT_MS)

@@ -1,19 +1,22 @@
 """Recording -> networkx graph of what ran: tensor and op nodes, grouped by Keras layer.
 
-Walking only: which nodes and edges there are, with their labels and hover text.
+Walking only: which nodes and edges a View draws; labels.py then writes their words,
 layout.py places them and figures.py draws them. No TensorFlow here.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Iterable, Optional
+from typing import Callable, Optional
 
 import networkx as nx
 
 from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
-from ..words import spelling
-from ..words.values import (count, grad_words, line_words, norm_words, number_text, numbers_text, shape_text, short_value, small, tensor_brief, tensor_name)
+from ..words.values import tensor_name
+from . import labels
+from .nodes import (BACKWARD_OP, CONSTANT_NODE, FORWARD_OP, GROUP, INTERMEDIATE, REPEAT, UNRECORDED_OP,
+                    VARIABLE_NODE, WATCHED_CONSTANT)
+from .options import View
 
 READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"
@@ -30,28 +33,10 @@ FOLD_AT = 5               # this many ops of one type from one line (a loop) dra
 FOLD_PREFIX = "r:"
 ALL_CALLS = "all"         # as a call index: every call of a tape that shares its target, on one picture
 
-# Node categories, in legend order.
-VARIABLE_NODE = "variable"
-WATCHED_CONSTANT = "watched_constant"
-CONSTANT_NODE = "constant"
-INTERMEDIATE = "intermediate"
-FORWARD_OP = "forward_op"
-BACKWARD_OP = "backward_op"
-GROUP = "group"
-REPEAT = "repeat"             # ops repeated from one line, folded into one node
-UNRECORDED_OP = "unrecorded_op"   # ran inside the tape's block, but the tape did not record it
-CATEGORIES = (VARIABLE_NODE, WATCHED_CONSTANT, CONSTANT_NODE, INTERMEDIATE, FORWARD_OP, BACKWARD_OP, GROUP,
-              REPEAT, UNRECORDED_OP)
-
-# How much of a value or a reason fits in a hover box.
-VALUE_CHARS = 160
 # The graph's own wall, behind the recording gate's: past MAX_NODES nodes the drawing stops
 # and says so (a real 20,000-op recording unfolded and ungrouped is ~35,000 nodes, ~230 MiB
-# and a 12 MB figure); past MAX_TEXT characters of labels and hover boxes, each is cut
-# to its share, so the figure sent to the browser is bounded before it is made.
+# and a 12 MB figure). labels.MAX_TEXT bounds their words the same way.
 MAX_NODES = 50_000
-MAX_TEXT = 16_000_000
-LABEL_LINE = 18           # "name = value" longer than this takes two label lines
 
 
 def tensor_node(tensor_id: int) -> str:
@@ -106,146 +91,183 @@ def opens_grouped(rec: Recording) -> bool:
     return len(rec.ops) > GROUP_ABOVE_OPS and bool(group_keys(rec))
 
 
-def build(rec: Recording, tape: Optional[int] = None, group: bool = True, expand: Iterable[str] = (),
-          gradient_path_only: bool = False, upto_op: Optional[int] = None,
-          call: Optional[int] = None, fold: bool = True, plumbing: bool = False,
-          backward: bool = False) -> nx.DiGraph:
-    """The graph of what ran: edges tensor -> op (input) and op -> tensor (output).
+def build(rec: Recording, view: View = View(), upto_op: Optional[int] = None) -> nx.DiGraph:
+    """The graph of what ran, as `view` chooses it: edges tensor -> op (input) and
+    op -> tensor (output), then each node's words (labels.py).
 
-    tape: show only the ops that tape recorded (None: every op). group: one node per
-    Keras layer and phase, except the group keys (or group node ids) in `expand`.
-    call: index of a gradient call of `tape`; its sources get a `none_reason` where
-    the gradient was None, and `gradient_path_only` keeps only what lies between
-    its sources and target. upto_op: only ops with id <= upto_op. fold: ops of one type
-    repeated FOLD_AT times or more from one line draw as one node (ids in `expand` unfold
-    it). plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...)
-    and the backward pass's reshaping (GRADIENT_PLUMBING, else passed through).
-    With a call, ops that ran in the tape's block but were not recorded are drawn too
-    (an unwatched input is exactly why): category UNRECORDED_OP; backward: also the ops
-    the call itself ran (where a NaN born in the backward pass is).
+    view.tape: show only the ops that tape recorded (None: every op). view.group: one node
+    per Keras layer and phase, except the group keys (or group node ids) in view.expand.
+    view.call: index of a gradient call of the tape; its sources get a `none_reason` where
+    the gradient was None, and view.path_only keeps only what lies between its sources and
+    target. upto_op: only ops with id <= upto_op. view.fold: ops of one type repeated FOLD_AT
+    times or more from one line draw as one node (ids in view.unfold unfold it).
+    view.plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...) and
+    the backward pass's reshaping (GRADIENT_PLUMBING, else passed through). With a call,
+    ops that ran in the tape's block but were not recorded are drawn too (an unwatched input
+    is exactly why): category UNRECORDED_OP; view.backward: also the ops the call itself ran
+    (where a NaN born in the backward pass is).
     """
-    alias, folded = _read_aliases(rec)
-    if backward and not plumbing:
-        alias, passed = _passed_through(rec, alias)
-        folded = folded | passed
-    chosen = gradient_call(rec, tape, call) if call is not None else None
-    if gradient_path_only and chosen is None:
-        raise ValueError("gradient_path_only needs a gradient call (pass tape and call)")
+    walk = _walk(rec, view, upto_op)
+    # nodes' lines are said with their file when it is another; a traced graph: shapes, no values
+    G = nx.DiGraph(program=rec.program, traced=traced_function(rec, view.tape))
+    _add_ops(G, walk)
+    _add_unused(G, walk, upto_op)
+    _mark(G, walk)
+    labels.label(G, rec, walk.chosen, walk.alias, walk.as_read)
+    labels.bound(G)
+    return G
 
-    block = _block_lines(rec, tape) if chosen is not None else None
-    ran_for = _calls_run(rec, tape, call) if chosen is not None else set()
-    ops = [op for op in rec.ops
-           if op.id not in folded
-           and (plumbing or op.type not in PLUMBING)
-           and (tape is None or tape in op.tapes or _in_block(op, block)
-                or backward and op.phase == BACKWARD and (op.call, op.line) in ran_for)
-           and (upto_op is None or op.id <= upto_op)]
-    on_path = None
-    if gradient_path_only:
-        on_path = _path_tensors(chosen, ops, alias)
-        ops = [op for op in ops
-               if any(alias(t) in on_path for t in op.inputs) and any(alias(t) in on_path for t in op.outputs)]
 
-    roles = _roles(chosen, alias)
-    as_read = _variables_as_read(rec, tape, block, upto_op, alias) if tape is not None else {}
-    watched = {alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched}
-    node_of = _op_nodes(ops, group, set(expand), fold)
-    producer = {alias(t): node_of[op.id] for op in ops for t in op.outputs}
-    consumers: dict = {}
-    for op in ops:
-        for t in op.inputs:
-            consumers.setdefault(alias(t), set()).add(node_of[op.id])
+@dataclasses.dataclass
+class _Walk:
+    """What a view walks: its ops, the nodes they draw as, and which of their tensors show."""
+    rec: Recording
+    tape: Optional[int]
+    alias: Callable
+    chosen: Optional[GradientCall]
+    ops: list
+    on_path: Optional[set]
+    roles: dict
+    watched: set
+    as_read: dict
+    node_of: dict
+    producer: dict
+    consumers: dict
+    kept_for_gradient: set
+    order: dict
+    stacked: dict = dataclasses.field(default_factory=dict)
 
-    # A tf.function's forward call under a tape returns, after its results, the values its
-    # gradient will need (x, 2 for x * x + 2 * x): a student's picture has no use for them.
-    kept_for_gradient = {alias(t) for op in ops if op.function and op.phase == FORWARD for t in op.outputs[1:]}
-
-    def shows(t: int) -> bool:
-        if on_path is not None and t not in on_path:
+    def shows(self, t: int) -> bool:
+        if self.on_path is not None and t not in self.on_path:
             return False
-        if t in roles or t in watched:
+        if t in self.roles or t in self.watched:
             return True
-        info = rec.tensor(t)
+        info = self.rec.tensor(t)
         if info is not None and info.kind == VARIABLE:
             return True
-        if info is not None and info.name and t not in consumers:
+        if info is not None and info.name and t not in self.consumers:
             return True     # a named result nothing used: what the user asked for
-        if t in kept_for_gradient and t not in consumers:
+        if t in self.kept_for_gradient and t not in self.consumers:
             return False
-        home = producer.get(t)
+        home = self.producer.get(t)
         if home is not None and home.startswith(FOLD_PREFIX):
             return False    # one of a loop's thousand partial results: the fold node says their range
         # A tensor made and used inside one collapsed layer is that layer's business;
         # so is an unnamed constant only it reads (shape arguments, epsilons).
-        used_by = consumers.get(t, set())
+        used_by = self.consumers.get(t, set())
         if home is None and info is not None and info.kind == CONSTANT and not info.name and len(used_by) == 1:
             home = next(iter(used_by))
         return not (home and collapsed(home) and used_by <= {home})
 
-    # A loop's steps make the same tensor again and again ("logits" of every batch, between
-    # the same two layers): FOLD_AT or more draw as the newest one, "×N".
-    stacked = _stacks(rec, ops, alias, shows, producer, consumers, set(roles) | watched) if fold else {}
+    def shown(self, t: int) -> bool:
+        return self.shows(t) and self.stacked.get(t, t) == t
 
-    def shown(t: int) -> bool:
-        return shows(t) and stacked.get(t, t) == t
 
-    G = nx.DiGraph()
-    order = {op.id: i for i, op in enumerate(rec.ops)}
-    said = _Speller(rec)
-    G.graph["program"] = rec.program     # nodes' lines are said with their file when it is another
-    G.graph["traced"] = traced_function(rec, tape)   # a traced graph: shapes, no values
-    for drawn, op in enumerate(ops):
+def _walk(rec: Recording, view: View, upto_op: Optional[int]) -> _Walk:
+    """The view's ops and where each of them and of their tensors goes."""
+    alias, chosen, ops, block = _chosen_ops(rec, view, upto_op)
+    on_path = None
+    if view.path_only:
+        on_path = _path_tensors(chosen, ops, alias)
+        ops = [op for op in ops
+               if any(alias(t) in on_path for t in op.inputs) and any(alias(t) in on_path for t in op.outputs)]
+    tape = view.tape
+    node_of = _op_nodes(ops, view.group, {*view.expand, *view.unfold}, view.fold)
+    consumers: dict = {}
+    for op in ops:
+        for t in op.inputs:
+            consumers.setdefault(alias(t), set()).add(node_of[op.id])
+    walk = _Walk(
+        rec=rec, tape=tape, alias=alias, chosen=chosen, ops=ops, on_path=on_path, roles=_roles(chosen, alias),
+        watched={alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched},
+        as_read=_variables_as_read(rec, tape, block, upto_op, alias) if tape is not None else {},
+        node_of=node_of, producer={alias(t): node_of[op.id] for op in ops for t in op.outputs},
+        consumers=consumers, order={op.id: i for i, op in enumerate(rec.ops)},
+        # A tf.function's forward call under a tape returns, after its results, the values its
+        # gradient will need (x, 2 for x * x + 2 * x): a student's picture has no use for them.
+        kept_for_gradient={alias(t) for op in ops if op.function and op.phase == FORWARD for t in op.outputs[1:]})
+    if view.fold:
+        # A loop's steps make the same tensor again and again ("logits" of every batch, between
+        # the same two layers): FOLD_AT or more draw as the newest one, "×N".
+        walk.stacked = _stacks(rec, ops, alias, walk.shows, walk.producer, consumers,
+                               set(walk.roles) | walk.watched)
+    return walk
+
+
+def _chosen_ops(rec: Recording, view: View, upto_op: Optional[int]):
+    """(alias, the gradient call, the ops the view draws, the tape's block)."""
+    alias, folded = _read_aliases(rec)
+    if view.backward and not view.plumbing:
+        alias, passed = _passed_through(rec, alias)
+        folded = folded | passed
+    tape, call = view.tape, view.call
+    chosen = gradient_call(rec, tape, call) if call is not None else None
+    if view.path_only and chosen is None:
+        raise ValueError("path_only needs a gradient call (choose a tape and a call)")
+    block = _block_lines(rec, tape) if chosen is not None else None
+    ran_for = _calls_run(rec, tape, call) if chosen is not None else set()
+    ops = [op for op in rec.ops
+           if op.id not in folded
+           and (view.plumbing or op.type not in PLUMBING)
+           and (tape is None or tape in op.tapes or _in_block(op, block)
+                or view.backward and op.phase == BACKWARD and (op.call, op.line) in ran_for)
+           and (upto_op is None or op.id <= upto_op)]
+    return alias, chosen, ops, block
+
+
+def _add_ops(G: nx.DiGraph, walk: _Walk) -> None:
+    """Each op's node, the tensors it reads and makes that show, and the edges between."""
+    for drawn, op in enumerate(walk.ops):
         if len(G) + len(op.inputs) + len(op.outputs) + 1 > MAX_NODES:
-            G.graph["cut"] = (f"Only the first {drawn:,} of these {len(ops):,} ops are drawn: the "
+            G.graph["cut"] = (f"Only the first {drawn:,} of these {len(walk.ops):,} ops are drawn: the "
                               f"graph stops at {MAX_NODES:,} nodes. Fold repeated ops, group by "
                               f"layer or choose one tape to see the rest.")
             break
-        node = node_of[op.id]
-        _add_op(G, rec, op, node, order[op.id], said(op))
-        for t in map(alias, op.inputs):
-            if shown(t):
-                _add_tensor(G, rec, t, watched, order, as_read)
+        node = walk.node_of[op.id]
+        _add_op(G, op, node, walk.order[op.id])
+        producer = walk.producer
+        for t in map(walk.alias, op.inputs):
+            if walk.shown(t):
+                _add_tensor(G, walk, t)
                 if producer.get(t) != node:   # a layer reading its own output is no edge between nodes
                     _add_edge(G, tensor_node(t), node)
             elif producer.get(t, "").startswith(FOLD_PREFIX) and producer[t] != node:
                 _add_edge(G, producer[t], node)   # a hidden loop result: from the fold that made it
-        for t in map(alias, op.outputs):
-            if shown(t):
-                _add_tensor(G, rec, t, watched, order, as_read)
+        for t in map(walk.alias, op.outputs):
+            if walk.shown(t):
+                _add_tensor(G, walk, t)
                 _add_edge(G, node, tensor_node(t))
             elif collapsed(node):
                 G.nodes[node]["tensors"].append(t)
-        if tape is not None and tape not in op.tapes and op.phase == FORWARD and node.startswith("o"):
+        if walk.tape is not None and walk.tape not in op.tapes and op.phase == FORWARD and node.startswith("o"):
             G.nodes[node]["category"] = UNRECORDED_OP
-            G.nodes[node]["hover"] += "\nran inside the tape's block, but the tape did not record it"
 
-    # Watched tensors and the call's sources and target show even when no op used them:
-    # an unused source is exactly what a None gradient needs to point at.
-    for t in sorted(watched | set(roles)):
+
+def _add_unused(G: nx.DiGraph, walk: _Walk, upto_op: Optional[int]) -> None:
+    """Watched tensors and the call's sources and target show even when no op used them:
+    an unused source is exactly what a None gradient needs to point at."""
+    for t in sorted(walk.watched | set(walk.roles)):
         if len(G) >= MAX_NODES:
             break
-        info = rec.tensor(t)
+        info = walk.rec.tensor(t)
         made = upto_op is None or info is None or info.producer is None or info.producer <= upto_op
-        if made and shown(t):
-            _add_tensor(G, rec, t, watched, order, as_read)
-    for t, role in roles.items():
+        if made and walk.shown(t):
+            _add_tensor(G, walk, t)
+
+
+def _mark(G: nx.DiGraph, walk: _Walk) -> None:
+    """The call's sources and target, the newest of a loop's stacked tensors, and where the
+    gradient was None."""
+    for t, role in walk.roles.items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["role"] = role
-    for t, n in Counter(stacked.values()).items():
+    for t, n in Counter(walk.stacked.values()).items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["stacked"] = n
-            G.nodes[tensor_node(t)]["hover"] += (f"\nthe newest of {n} such tensors, one per time round "
-                                                 f"the loop (fold off to see each)")
-    if chosen is not None:
-        for node, reason in _none_reasons(chosen, alias).items():
+    if walk.chosen is not None:
+        for node, reason in _none_reasons(walk.chosen, walk.alias).items():
             if node in G:
                 G.nodes[node]["none_reason"] = reason
-                G.nodes[node]["hover"] += "\ngradient: None, " + reason
-    _finish_groups(G, rec)
-    _finish_folds(G, rec)
-    _value_labels(G, rec, chosen, alias, as_read)
-    _bound_text(G)
-    return G
 
 
 def _stacks(rec: Recording, ops: list, alias, shows, producer: dict, consumers: dict, keep: set) -> dict:
@@ -270,21 +292,6 @@ def _stacks(rec: Recording, ops: list, alias, shows, producer: dict, consumers: 
             newest = max(members)
             out.update((t, newest) for t in members)
     return out
-
-
-def _bound_text(G: nx.DiGraph) -> None:
-    """Cut labels and hover boxes to their share of MAX_TEXT when together they are over it:
-    the figure carries each node's text, so this bounds what is sent to the browser."""
-    total = sum(len(d.get("label") or "") + len(d.get("hover") or "") for _, d in G.nodes(data=True))
-    if total <= MAX_TEXT:
-        return
-    share = max(40, MAX_TEXT // max(1, len(G)))
-    for _, d in G.nodes(data=True):
-        for key in ("label", "hover"):
-            if isinstance(d.get(key), str) and len(d[key]) > share // 2:
-                d[key] = d[key][:share // 2 - 1] + "…"
-    G.graph["cut_text"] = (f"Labels and hover boxes are shortened: together they held "
-                           f"{total:,} characters, over the {MAX_TEXT:,} a figure may carry.")
 
 
 def gradient_call(rec: Recording, tape: Optional[int], call) -> GradientCall:
@@ -547,234 +554,49 @@ def _add_edge(G: nx.DiGraph, u: str, v: str) -> None:
         G.add_edge(u, v, count=1)
 
 
-class _Speller:
-    """op -> the Python that made it (`*`, `tf.reduce_sum`), read off the op's own line in its
-    own file; a tf.function's call keeps the function's name. Each file is split once."""
-
-    def __init__(self, rec: Recording):
-        self.rec, self.lines = rec, {}
-
-    def __call__(self, op) -> str:
-        if op.function:
-            return op.function
-        if op.phase == BACKWARD and (name := spelling.backward_name(op.type)) is not None:
-            return name
-        text = ""
-        if op.phase == FORWARD and op.line is not None:   # backward ops: no line of the user's made them
-            if op.file not in self.lines:
-                self.lines[op.file] = (self.rec.files.get(op.file) or self.rec.source).splitlines()
-            lines = self.lines[op.file]
-            text = lines[op.line - 1] if 0 < op.line <= len(lines) else ""
-        # inside a Keras layer the line is `model(x)`: only a spelling it shows is the user's
-        spelled = spelling.python_name(op.type, text, guess=False)
-        if spelled == op.type and not op.scope and (call := spelling.line_call(text)) is not None:
-            return call     # one of the ops `tf.norm(d)` ran: the student wrote tf.norm
-        return spelling.python_name(op.type, text, guess=not op.scope)
-
-
-def _add_op(G: nx.DiGraph, rec: Recording, op, node: str, order: int, said: str) -> None:
+def _add_op(G: nx.DiGraph, op, node: str, order: int) -> None:
     if node.startswith("o"):
         G.add_node(node, kind="op", category=BACKWARD_OP if op.phase == BACKWARD else FORWARD_OP,
-                   label=said, hover=_op_hover(rec, op, said), line=op.line, file=op.file,
-                   order=order, phase=op.phase, ref=op.id, group=group_key(op.scope), scope=op.scope,
-                   op_type=op.function or op.type)
+                   line=op.line, file=op.file, order=order, phase=op.phase, ref=op.id, group=group_key(op.scope),
+                   scope=op.scope, op_type=op.function or op.type)
         return
     if node.startswith(FOLD_PREFIX):
         if node not in G:
-            G.add_node(node, kind=REPEAT, category=REPEAT, label=said, hover="", line=op.line, file=op.file,
-                       order=order, phase=op.phase, ref=None, group=None, scope=op.scope, members=[], tensors=[],
-                       op_type=op.function or op.type, said=said)
+            G.add_node(node, kind=REPEAT, category=REPEAT, line=op.line, file=op.file, order=order,
+                       phase=op.phase, ref=None, group=None, scope=op.scope, members=[], tensors=[],
+                       op_type=op.function or op.type)
         G.nodes[node]["members"].append(op.id)
         return
     if node not in G:
         key = group_key(op.scope)
-        G.add_node(node, kind=GROUP, category=GROUP, label=key.split("/")[-1], hover="", line=op.line,
-                   file=op.file, order=order, phase=op.phase, ref=None, group=key, scope=key, members=[], tensors=[])
+        G.add_node(node, kind=GROUP, category=GROUP, line=op.line, file=op.file, order=order, phase=op.phase,
+                   ref=None, group=key, scope=key, members=[], tensors=[])
     G.nodes[node]["members"].append(op.id)
 
 
-def _add_tensor(G: nx.DiGraph, rec: Recording, t: int, watched: set, order: dict,
-                as_read: dict) -> None:
+def _add_tensor(G: nx.DiGraph, walk: _Walk, t: int) -> None:
     node = tensor_node(t)
     if node in G:
         return
-    info = as_read.get(t) or rec.tensor(t)
+    rec = walk.rec
+    info = walk.as_read.get(t) or rec.tensor(t)
     if info is None:    # the recording's bounds dropped it
-        G.add_node(node, kind="tensor", category=INTERMEDIATE, label="", name=None, line=None, order=-1,
-                   phase=FORWARD, ref=t, hover=f"tensor {t} (not recorded)")
+        G.add_node(node, kind="tensor", category=INTERMEDIATE, name=None, line=None, order=-1,
+                   phase=FORWARD, ref=t)
         return
     producer = rec.op(info.producer) if info.producer is not None else None
     if info.kind == VARIABLE:
         category = VARIABLE_NODE
-    elif t in watched:
+    elif t in walk.watched:
         category = WATCHED_CONSTANT
     elif info.kind == CONSTANT:
         category = CONSTANT_NODE
     else:
         category = INTERMEDIATE
-    G.add_node(node, kind="tensor", category=category, label=info.name or shape_text(info.shape),
-               name=info.name, line=info.line if info.line is not None else getattr(producer, "line", None),
+    G.add_node(node, kind="tensor", category=category, name=info.name,
+               line=info.line if info.line is not None else getattr(producer, "line", None),
                file=info.file if info.line is not None else getattr(producer, "file", None),
-               order=order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t,
-               hover=_tensor_hover(info, category, producer))
-
-
-def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], alias,
-                  as_read: dict) -> None:
-    """Every tensor's label says its value, and with a call its gradient: "w = 2" over
-    "grad -3" (a source's exact gradient, signed; 1 for a scalar target), else the flow's
-    signed value when it kept one and it is small ("grad -2.5"), else the flow's norm said
-    in words, "size of grad 3.2"."""
-    exact, norms, signed = {}, {}, {}
-    if call is not None:
-        for r in call.results:
-            exact[alias(r.source)] = rec.tensor(r.grad) if r.grad is not None else None
-        for entry in call.flow:
-            norms[alias(entry.tensor)] = as_float(entry.norm)
-            value = getattr(entry, "value", None)
-            if value is not None and (not isinstance(value, list) or count(value) <= 4):
-                signed[alias(entry.tensor)] = value
-    targets = {alias(t) for t in call.target} if call is not None else set()
-    # A jacobian's flow is d sum(target) / d t: said so ("grad of sum(y)"); on the target
-    # itself it is all ones, which read as the jacobian's value, so it is not drawn there.
-    grad = "grad"
-    if call is not None and call.kind != "gradient":
-        grad = f"grad of sum({', '.join(tensor_name(rec, t) for t in call.target)})"
-    for node, data in G.nodes(data=True):
-        if data["kind"] == "tensor":
-            info = as_read.get(data["ref"]) or rec.tensor(data["ref"])
-            text = short_value(info) if info is not None else ""
-            name = info.name if info is not None and info.name else None
-            if name and text:   # "w = 2" on one line; a long name and a shape on two
-                lines = [f"{name} = {text}"] if len(name) + len(text) <= LABEL_LINE else [name, text]
-            elif info is not None and small(info):
-                lines = [text]      # a converted Python input says its value ([[2.]]), not "1×1"
-            else:
-                lines = [data["label"] or text]
-            t = data["ref"]
-            if call is not None:
-                if t in exact:
-                    lines.append(grad_words(exact[t], call.kind))
-                elif t in targets and call.kind != "gradient":
-                    pass
-                elif t in signed:
-                    lines.append(f"{grad} " + numbers_text(signed[t]))
-                elif t in targets and info is not None and not info.shape and t in norms:
-                    lines.append("grad 1")     # d target / d target, for a scalar target
-                elif t in norms:
-                    lines.append(norm_words(grad, norms[t]))
-            if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
-                cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
-                lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
-            if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
-                data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
-                lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
-            data["label"] = "\n".join(x for x in lines if x)
-            data["grad_text"] = lines[-1] if call is not None and len(lines) > 1 else None
-        elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
-            low, high = data["range"]
-            data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
-
-
-def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
-    for node, data in G.nodes(data=True):
-        if data["kind"] != REPEAT:
-            continue
-        n = len(data["members"])
-        low, high = _value_range(rec, [t for m in data["members"] for t in rec.op(m).outputs])
-        data["range"] = (low, high)
-        data["label"] = f"{data['said']} ×{n}, line {data['line']}"
-        lines = [f"{data['said']} ×{n}  ({data['phase']} ops repeated from {line_words(rec, data['file'], data['line'])})",
-                 *spelling.hover_lines(data["op_type"], data["said"])]
-        if low is not None:
-            lines.append(f"values from {number_text(low)} to {number_text(high)}")
-        lines.append("click it, then Unfold, to see every op")
-        data["hover"] = "\n".join(lines)
-
-
-def _value_range(rec: Recording, tensors: list):
-    lows, highs = [], []
-    for t in tensors:
-        info = rec.tensor(t)
-        if info is not None and info.stats is not None:
-            low, high = as_float(info.stats.min), as_float(info.stats.max)
-            if low is not None and high is not None:
-                lows.append(low)
-                highs.append(high)
-    if not lows:
-        return None, None
-    return min(lows), max(highs)
-
-
-def _finish_groups(G: nx.DiGraph, rec: Recording) -> None:
-    groups = [data for _, data in G.nodes(data=True) if data["kind"] == GROUP]
-    phases: dict = {}
-    for data in groups:
-        phases.setdefault(data["group"], set()).add(data["phase"])
-    for data in groups:
-        # "conv2d" alone reads best; the phase is only worth saying when both are on screen.
-        if len(phases[data["group"]]) > 1:
-            data["label"] += f" ({data['phase']})"
-        data["hover"] = _group_hover(rec, data)
-
-
-def _tensor_hover(info, category: str, producer) -> str:
-    title = info.name or f"tensor {info.id}"
-    lines = [f"{title}  ({category.replace('_', ' ')})",
-             f"shape {list(info.shape)}  {info.dtype}"]
-    if info.value is not None:
-        text = numbers_text(info.value)
-        lines.append("value " + (text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"))
-    if info.stats is not None:
-        s = info.stats
-        lines.append(f"min {number_text(s.min)}  max {number_text(s.max)}  mean {number_text(s.mean)}  std {number_text(s.std)}")
-        if s.nan or s.inf:
-            lines.append(f"⚠ {s.nan} NaN, {s.inf} Inf")
-    if producer is not None:
-        lines.append(f"made by {producer.function or producer.type} (op {producer.id})")
-        if producer.traced:
-            lines.append(f"traced into tf.function {producer.traced}: no value recorded")
-    line = info.line if info.line is not None else getattr(producer, "line", None)
-    if line is not None:
-        lines.append(f"line {line}")
-    scope = getattr(producer, "scope", None)
-    if scope:
-        lines.append(f"scope {scope}")
-    return "\n".join(lines)
-
-
-def _op_hover(rec: Recording, op, said: str) -> str:
-    lines = [f"{said}  ({op.phase} op {op.id})"]
-    if op.function:
-        lines.append(f"tf.function, runs {op.type}")
-    else:
-        lines += spelling.hover_lines(op.type, said)
-    if op.traced:
-        lines.append(f"traced into tf.function {op.traced}'s graph (ran there, not one by one)")
-    for word, ids in (("in", op.inputs), ("out", op.outputs)):
-        if ids:
-            lines.append(f"{word}: " + ", ".join(tensor_brief(rec, t) for t in ids[:6])
-                         + (" …" if len(ids) > 6 else ""))
-    if op.line is not None:
-        lines.append(line_words(rec, op.file, op.line))
-    if op.scope:
-        lines.append(f"scope {op.scope}")
-    lines.append("recorded by tape " + ", ".join(map(str, op.tapes)) if op.tapes else "recorded by no tape")
-    if op.duration_us is not None:
-        lines.append(f"{op.duration_us:.0f} µs")
-    return "\n".join(lines)
-
-
-def _group_hover(rec: Recording, data: dict) -> str:
-    members = data["members"]
-    types = Counter(rec.op(m).function or rec.op(m).type for m in members)
-    kinds = ", ".join(f"{name} ×{n}" for name, n in types.most_common(6))
-    lines = [f"{data['group']}  ({data['phase']})", f"{len(members)} ops: {kinds}" + (" …" if len(types) > 6 else "")]
-    used = sorted({rec.op(m).line for m in members if rec.op(m).line is not None})
-    if used:
-        lines.append(f"line {used[0]}" if len(used) == 1 else f"lines {used[0]}–{used[-1]}")
-    lines.append("expand the group to see its ops")
-    return "\n".join(lines)
+               order=walk.order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t)
 
 
 def _worst(values: list) -> float:

@@ -6,17 +6,19 @@ reaches markdown only through notes.py and markdown.literal. Never imports Tenso
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import streamlit as st
 
 from .. import examples, printed
 from ..draw import figures, graph, run_figures
+from ..draw.options import View
 from ..recording import Recording
 from ..state import opened, share, view
 from ..words import notes
 from ..words.markdown import literal
-from . import charts, session, viewport
+from . import charts, drawing, viewport
 
 
 PLUMBING_HELP = ("Variable bookkeeping TensorFlow does for you: creating a variable (VarHandleOp), "
@@ -92,10 +94,8 @@ def chart_points(chart) -> tuple:
     return tuple(str(p.get("customdata")) for p in selection.get("points", []))
 
 
-def show_graph(state, rec: Recording):
-    """The view picker, display switches, the op graph and its step slider; returns
-    (G, flow, figure), or None when the view cannot be drawn. Its labels are placed for the
-    chart's width and height in the browser's window, once reported (ui/viewport.py)."""
+def _view_switches(state, rec: Recording) -> tuple:
+    """The view picker and display switches: (the view's key, the View they choose)."""
     choices = dict(view.view_choices(rec))
     # The view's switches wait in a popover named after what is shown: on a projector the
     # picture comes first, and the lesson's own view is the one the page opens on.
@@ -127,59 +127,61 @@ def show_graph(state, rec: Recording):
         legend = st.toggle("Legend", key="legend", help="What each marker's shape and colour mean, over the chart.")
         expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
                   if group and layers else [])
-    large = bool(st.session_state.get("large_text"))     # the page's Large text switch
+    return key, View(tape=tape, call=call_index, group=group, expand=expand, unfold=state.unfold,
+                     path_only=bool(path_only and calling), fold=fold, plumbing=plumbing,
+                     backward=bool(backward and calling), legend=legend,
+                     large_text=bool(st.session_state.get("large_text")))     # the page's Large text switch
+
+
+def _step_slider(rec: Recording, G, key: str, order: list) -> tuple:
+    """The step slider under the chart, when more than one op is drawn: (the step's op,
+    the nodes revealed up to it), both None on the last step (the whole graph)."""
+    if len(order) < 2:
+        return None, None
+    k = st.slider(f"Step through the {len(order)} ops drawn, in the order they ran", 1, len(order), len(order),
+                  key=f"step:{key}")
+    current = order[k - 1]
+    st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
+    where, excerpt = view.excerpt_for(rec, G, current, context=0)   # the op's own file
+    if excerpt:
+        st.markdown(excerpt, unsafe_allow_html=True)
+    visible = view.revealed(G, current) if k < len(order) else None
+    return (current if visible is not None else None), visible
+
+
+def show_graph(state, rec: Recording):
+    """The view picker, display switches, the op graph and its step slider; returns
+    (G, flow, figure), or None when the view cannot be drawn. Its labels are placed for the
+    chart's width and height in the browser's window, once reported (ui/viewport.py)."""
+    key, showing = _view_switches(state, rec)
     try:
-        G, pos = session.drawn(rec, state.run_id, tape=tape, group=group, expand=[*expand, *state.unfold],
-                               gradient_path_only=bool(path_only and calling), call=call_index,
-                               fold=fold, plumbing=plumbing, backward=bool(backward and calling))
+        G, pos = drawing.drawn(rec, state.run_id, showing)
     except (ValueError, KeyError, IndexError) as exc:
         st.error("This view cannot be drawn: " + literal(exc, 500))
         return None
-    flow = graph.flow_norms(rec, tape, call_index, G) if calling else None
+    tape, call_index = showing.tape, showing.call
+    flow = graph.flow_norms(rec, tape, call_index, G) if call_index is not None else None
     # A click on the chart, or a callout's button, picks the node the inspector shows.
     picked = state.update_pick(G, chart_points(st.session_state.get("graph")))
 
     chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
     order = view.step_nodes(G)
-    current = visible = None
-    if len(order) > 1:
-        k = st.slider(f"Step through the {len(order)} ops drawn, in the order they ran", 1, len(order), len(order),
-                      key=f"step:{key}")
-        current = order[k - 1]
-        st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
-        where, excerpt = view.excerpt_for(rec, G, current, context=0)   # the op's own file
-        if excerpt:
-            st.markdown(excerpt, unsafe_allow_html=True)
-        visible = view.revealed(G, current) if k < len(order) else None
-        current = current if visible is not None else None
-
-    width = viewport.graph_width(viewport.window_width(), bool(st.session_state.get("graph_first")), large)
-    drawn = figures.chart_height(pos)
-    height = viewport.fitted_height(drawn)     # labels are placed for the height the page draws
-    view_key = (key, group, tuple(expand), tuple(state.unfold), path_only, fold, plumbing,
-                backward, large, current, picked, width, height)
-    fig = session.figure(G, pos, state.run_id, view_key, flow=flow, selected=picked, visible=visible,
-                         current=current, large_text=large, chart_width=width,
-                         size=None if height == drawn else (None, height))
-    # The legend is off until asked for; the plot keeps its height, so labels stay placed.
-    # Without it the chart loses the legend's room too (figures.PLOT_MARGIN holds it): kept, it
-    # was white above and below the graph. The figure is memoised: its drawn margin and height
-    # are kept in its meta, set once.
-    if not isinstance(fig.layout.meta, dict):
-        fig.layout.meta = {"margin_t": fig.layout.margin.t, "height": fig.layout.height}
-    drawn_top, drawn_height = fig.layout.meta["margin_t"], fig.layout.meta["height"]
-    top = drawn_top if legend else 10
-    legend_room = 0 if legend else figures.PLOT_MARGIN - drawn_top - fig.layout.margin.b
-    fig.update_layout(showlegend=legend, margin_t=top, height=drawn_height - drawn_top + top - legend_room)
+    current, visible = _step_slider(rec, G, key, order)
+    # labels are placed for the chart's width and the height the page draws it at
+    showing = dataclasses.replace(
+        showing, current=current, picked=picked, height=viewport.fitted_height(figures.chart_height(pos)),
+        width=viewport.graph_width(viewport.window_width(), bool(st.session_state.get("graph_first")),
+                                   showing.large_text))
+    fig = drawing.figure(G, pos, state.run_id, showing, flow=flow, visible=visible)
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
     st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
     viewport.measure(f"{state.run_id} {key}")
-    if not calling and tape is not None:
+    if call_index is None and tape is not None:
         st.caption(view.tape_summary(rec, tape))
-    if calling:
+    if call_index is not None:
         chosen = graph.gradient_call(rec, tape, call_index)
         for note in (chosen.error, chosen.warning, chosen.note):
             if note:

@@ -1,5 +1,5 @@
-"""The Streamlit side of a run: one Runner per server process, and a per-session memo of
-drawn graphs. Imports Streamlit and runner.py, never TensorFlow (that lives in workers).
+"""The Streamlit side of a run: one Runner per server process, and the session's ids.
+Imports Streamlit and runner.py, never TensorFlow (that lives in workers).
 """
 from __future__ import annotations
 
@@ -10,14 +10,9 @@ from typing import Callable, Optional
 
 import streamlit as st
 
-from ..draw import figures, graph, layout
-from ..recording import Recording
 from ..server.runner import Runner, error_recording
 from ..state.link_runs import LinkRuns
-from ..state.memo import SharedMemo, graph_bytes
 
-MEMO_SIZE = 8     # graphs kept per session: dragging the step slider back and forth stays fast
-MEMO_BYTES = 512 * 2**20   # all sessions' drawn graphs together (a full 20,000-op one unfolded: ~65 MB)
 WATCH_S = 1.0     # how often a run checks that its tab is still open
 
 
@@ -111,35 +106,3 @@ def _cancel_when_closed(shared: Runner, session_id: Optional[str], owner) -> thr
 
     threading.Thread(target=watch, daemon=True, name="tapeviz-run-watch").start()
     return stop
-
-
-@st.cache_resource(show_spinner=False)
-def shared_memo() -> SharedMemo:
-    # One per server process: every session's drawn graphs, bounded in bytes together.
-    return SharedMemo(MEMO_BYTES, MEMO_SIZE)
-
-
-def drawn(rec: Recording, run_id: int, **options):
-    """(G, pos) for graph.build(rec, **options), memoised per session by run and options."""
-    memo, session = shared_memo(), session_id()
-    key = (run_id, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items())))
-    found = memo.get(session, key)
-    if found is None:
-        G = graph.build(rec, **options)
-        found = (G, layout.layered(G))
-        memo.put(session, key, found, graph_bytes(G))
-    G = found[0]
-    for note in ("cut", "cut_text"):     # the graph's own wall stopped it: the page says so
-        if G.graph.get(note):
-            st.warning(G.graph[note], icon=":material/content_cut:")
-    return found
-
-
-def figure(G, pos, run_id: int, key: tuple, **kwargs):
-    """figures.op_graph, memoised on (run, graph options, selection) for the latest one only."""
-    cached = st.session_state.get("_figure")
-    if cached is not None and cached[0] == (run_id, key):
-        return cached[1]
-    fig = figures.op_graph(G, pos, **kwargs)
-    st.session_state["_figure"] = ((run_id, key), fig)
-    return fig
