@@ -202,7 +202,7 @@ def program_status(error: dict) -> int:
 
 def view_main(args) -> int:
     """Check that the file is a recording, then run the app on it (the process becomes it)."""
-    from .page.opened import read_recording     # no TensorFlow, no Streamlit
+    from .state.opened import read_recording     # no TensorFlow, no Streamlit
     path = Path(args.recording)
     try:
         read_recording(path.read_bytes(), path.name)
