@@ -1,6 +1,6 @@
 """The browser window as the debugger's graph meets it, reported by one hidden component
 mounted below the graph: the window's width, so labels are placed for the chart the person
-sees rather than the narrowest one (figures.PLOT_W); and the room from the graph's top to
+sees rather than the narrowest one (place.PLOT_W); and the room from the graph's top to
 the window's bottom, so a taller graph is drawn to end there and the lesson's nodes are on
 screen on arrival at 1280x720 and 1024x768. Both come in one report: a page's first draw
 reruns once for them, not once each. Never imports TensorFlow."""
