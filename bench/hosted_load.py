@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from tapeviz import examples  # noqa: E402
 from tapeviz.state.link_runs import LinkRuns  # noqa: E402
-from tapeviz.server import runner  # noqa: E402
+from tapeviz.server import jobs, runner  # noqa: E402
 
 import browser_util  # noqa: E402  (the browser tests' server and chromium)
 
@@ -245,19 +245,21 @@ def main() -> int:
     run_latency, run_results, train_latency, train_results = {}, {}, {}, {}
     max_place = [0]
 
-    def on_wait(place):
-        max_place[0] = max(max_place[0], place)
-
     links = LinkRuns(config.link_run_s) if args.link else None
 
-    def one_run(i):
-        t0 = time.monotonic()
+    def submit(source, i):
+        return pool.submit(runner.Record(source, "mnist_step.py"), owner=f"student-{i}")
 
-        def record(source, on_wait=None, on_phase=None):
-            return pool.record(source, "mnist_step.py", on_wait=on_wait, on_phase=on_phase,
-                               owner=f"student-{i}")
-        run_results[i] = (links.run(source, run=record, on_wait=on_wait) if links
-                          else record(source, on_wait=on_wait))
+    def one_run(i):
+        """Follow the run's events as the page does (state/run_job.py), its deepest place kept."""
+        t0 = time.monotonic()
+        events = (links.events(source, submit=lambda s: submit(s, i)) if links
+                  else submit(source, i).stream())
+        for event in events:
+            if isinstance(event, jobs.Phase) and event.name == "queued" and event.place:
+                max_place[0] = max(max_place[0], event.place)
+            elif isinstance(event, jobs.Recorded):
+                run_results[i] = event.data
         run_latency[i] = time.monotonic() - t0
 
     def one_training(i):

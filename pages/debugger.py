@@ -39,11 +39,13 @@ def open_upload():
 
 
 def run_for(link: bool):
-    """The runner call of a new run, bound in this script thread (its own has no session)."""
-    run = partial(session.run, owner=state.owner, pool=session.runner(), session=session.session_id(),
-                  client=session.client_id(), eager=bool(st.session_state.get("eager")))
-    # A class opens one link at once: one worker records it for them all (link_runs.py)
-    return partial(session.link_runs().run, run=run) if link else run
+    """The events of a new run (its job's, state/run_job.py follows them), with the runner
+    call bound in this script thread (the run's own thread has no session)."""
+    submit = partial(session.submit, owner=state.owner, pool=session.runner(), session=session.session_id(),
+                     client=session.client_id(), eager=bool(st.session_state.get("eager")))
+    if link:    # A class opens one link at once: one worker records it for them all (link_runs.py)
+        return partial(session.link_runs().events, submit=submit)
+    return lambda source: submit(source).stream()
 
 
 def name_in_address(job):

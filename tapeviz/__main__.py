@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .live_output import LiveOutput
 from .server import runner
+from .server.hosted import SandboxUnavailable
 
 RECORD_HELP = """\
 Run a TensorFlow 2 program under tapeviz and write what it recorded as JSON.
@@ -127,7 +128,7 @@ def record_main(args) -> int:
         args.timeout = LOCAL_TIMEOUT_S
     try:
         pool = runner.Runner(config)
-    except runner.SandboxUnavailable as e:   # hosted mode refuses to run unsandboxed
+    except SandboxUnavailable as e:   # hosted mode refuses to run unsandboxed
         print(f"tapeviz record: {e}", file=sys.stderr)
         return 2
     to_file = bool(args.output and args.output != "-")
@@ -202,14 +203,14 @@ def program_status(error: dict) -> int:
 
 def view_main(args) -> int:
     """Check that the file is a recording, then run the app on it (the process becomes it)."""
-    from .state.opened import read_recording     # no TensorFlow, no Streamlit
+    from . import recording_gate as gate     # no TensorFlow, no Streamlit
     path = Path(args.recording)
     try:
-        read_recording(path.read_bytes(), path.name)
+        gate.read(path.read_bytes(), path.name)
     except OSError as e:
         print(f"tapeviz view: cannot read {args.recording}: {e.strerror or e}", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except gate.Unreadable as e:
         print(f"tapeviz view: {e}", file=sys.stderr)
         return 2
     app = app_path()

@@ -1,5 +1,5 @@
-"""The one gate every recording the server reads passes: from a worker, an upload, or
-`tapeviz view`. A budgeted JSON parse (it stops at the bound, not after a forged file is all
+"""The one reader of recordings from outside, and its gate: `read` turns a worker's answer,
+an upload, `tapeviz view`'s file or a notebook's dict into a checked Recording. A budgeted JSON parse (it stops at the bound, not after a forged file is all
 in memory), then a check of the whole structure (every field's type, string lengths, total
 edges, references to tensors that were not recorded) against what the recorder could have
 written within its bounds. Anything else is refused with a plain sentence. A recording that
@@ -8,9 +8,9 @@ passes costs the page an amount bounded by `max_ops`. No TensorFlow, no Streamli
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import NamedTuple, Optional
 
-from .recording import MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA
+from .recording import MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA, Recording
 
 MAX_OPS = 20_000             # the recorder's op bound (Limits.max_ops, recorder.DEFAULT_MAX_OPS)
 MAX_VALUE_ELEMENTS = 4096    # numbers in one tensor's `value` (the recorder keeps small ones)
@@ -111,6 +111,56 @@ def parse(data, max_ops: int = MAX_OPS):
         raise Refused("is not text") from None
     except ValueError as exc:
         raise Refused(f"is not valid JSON ({str(exc)[:200]})") from None
+
+
+# -- the reader ---------------------------------------------------------------------------
+
+A_RECORDING = ("A recording is the JSON file that `tapeviz record -o run.json` writes, or the "
+               "app's ⬇ Recording button gives.")
+
+
+class Unreadable(ValueError):
+    """The data is not a recording the page may draw. str() is the whole sentence, naming
+    the data; `reason` is why alone (the worker channel says it in its own words)."""
+
+    def __init__(self, sentence: str, reason: str):
+        super().__init__(sentence)
+        self.reason = reason
+
+
+class Checked(NamedTuple):
+    """A recording read through the gate: the Recording to draw, and the checked dict it was
+    built from (what ⬇ Recording gives back and `tapeviz record` writes)."""
+    recording: Recording
+    data: dict
+
+
+def read(data, name: str = "the file", max_ops: int = MAX_OPS,
+         max_stdout: Optional[int] = None) -> Checked:
+    """Untrusted JSON (bytes or text) or a dict as a checked Recording; Unreadable, a plain
+    sentence about `name`, when it is not one. Text is parsed under the budget, then the
+    whole structure is checked against the recorder's bounds (`problem`, with `max_ops` and
+    `max_stdout`) before anything is built from it."""
+    if isinstance(data, (bytes, bytearray, str)):
+        try:
+            data = parse(data, max_ops)
+        except Refused as e:
+            raise Unreadable(f"{name} is not a tapeviz recording: it {e}. {A_RECORDING}",
+                             f"it {e}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        what = f"its schema is {str(found)[:80]!r}" if found else "it has no \"schema\" field"
+        raise Unreadable(f"{name} is JSON but not a tapeviz recording: {what}, expected "
+                         f"{SCHEMA!r}.", f"{what}, expected {SCHEMA!r}")
+    why = problem(data, max_ops, max_stdout)
+    if why is not None:
+        raise Unreadable(f"{name} says it is a tapeviz recording but cannot be one: {why}.", why)
+    try:
+        return Checked(Recording.from_dict(data), data)
+    except (TypeError, KeyError, AttributeError, ValueError) as e:
+        why = f"{type(e).__name__}: {str(e)[:200]}"
+        raise Unreadable(f"{name} says it is a tapeviz recording but cannot be read: {why}",
+                         why) from None
 
 
 # -- the check ----------------------------------------------------------------------------

@@ -5,6 +5,8 @@ import json
 import threading
 
 from tapeviz import examples
+from tapeviz import recording_gate as gate
+from tapeviz.server.jobs import Done, Phase, Recorded
 from tapeviz.state import debugger, share, view
 from test_graph import keras_like, wxb
 
@@ -16,7 +18,8 @@ def recorded():
 
 
 class FakeRunner:
-    """run(source, on_wait=, on_phase=) as session.run is called; it answers at `release`."""
+    """A run's events as the page's runner call gives them (Job.stream()): its recording
+    comes, read through the gate, at `release`."""
 
     def __init__(self, answer=None):
         self.answer = answer if answer is not None else recorded()
@@ -28,10 +31,11 @@ class FakeRunner:
         self.links.append(link)
         return self.run
 
-    def run(self, source, on_wait=None, on_phase=None):
-        on_phase("running")
+    def run(self, source):
+        yield Phase("running")
         self.release.wait(10)
-        return dict(self.answer, source=source)
+        yield Recorded(*gate.read(dict(self.answer, source=source)))
+        yield Done()
 
     def cancel(self, owner):
         self.cancelled.append(owner)
@@ -74,7 +78,7 @@ def test_the_bare_address_runs_the_first_example_and_a_bad_one_says_so():
     # said on every redraw until the next run: the page reruns on its own
     bad.edited("a = 1\n", submitted=True)
     assert "no example called" in bad.url_problem
-    bad.start_run(lambda link: (lambda source, **_: {}), lambda owner: None)
+    bad.start_run(lambda link: (lambda source: iter(())), lambda owner: None)
     assert bad.url_problem is None
 
 
@@ -140,10 +144,13 @@ def test_finish_drawing_says_how_the_run_went_once():
     assert state.run_status is None
 
 
-def test_an_unreadable_worker_answer_is_said_and_the_page_keeps_the_source():
+def test_a_run_that_gave_no_recording_says_so_and_the_page_keeps_the_source():
     state = debugger.of({})
-    state.take_recording("a = 1\n", {"schema": "tapeviz.recording/1", "ops": "not a list"})
-    assert state.rec.source == "a = 1\n" and "unreadable" in state.url_problem
+    state.edited("a = 1\n", submitted=True)
+    job = state.start_run(lambda link: (lambda source: iter([Done()])), lambda owner: None)
+    assert state.settle(5) is job
+    assert state.rec.source == state.source == "a = 1\n" and state.rec.error.type == "RunnerError"
+    assert state.rec_dict["error"]["type"] == "RunnerError"
 
 
 def test_hand_over_runs_the_program_on_its_gradient_call():
@@ -227,7 +234,7 @@ def test_a_step_of_the_run_view_opens_its_graph_only_when_its_ops_were_kept():
     # two calls of one line: the first's ops kept (it is the tape's call 0), the second's dropped
     answer["steps"] = [{"call": n, "tape": tape, "index": n, "kind": "gradient", "line": 7,
                         "file": "program.py", "target": 1.0 / (n + 1), "scalar": True} for n in range(2)]
-    state.take_recording(answer["source"], answer)
+    state.take_recording(*gate.read(answer))
     state.widgets["run_step"] = 1
     state.open_typed_step()
     assert state.widgets["view"] == f"call:{tape}:0" and state.step_problem is None and state.scroll

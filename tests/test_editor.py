@@ -7,6 +7,8 @@ import pytest
 
 from tapeviz import examples
 from tapeviz.ui import editor
+from tapeviz.server import outcome
+from tapeviz.server.jobs import Done, Phase
 from tapeviz.state.run_job import RunJob
 
 
@@ -46,17 +48,18 @@ class Clock:
 def test_run_job_says_what_it_waits_for_and_times_each_phase():
     clock, go = Clock(), threading.Event()
 
-    def run(source, on_wait, on_phase):
-        on_wait(2)
+    def events(source):          # a job's typed events, as Job.stream() gives them
+        yield Phase("queued", 2)
         clock.now = 1.0
-        on_phase("starting")
+        yield Phase("starting")
         clock.now = 4.0
-        on_phase("running")
+        yield Phase("running")
         go.wait(5)
         clock.now = 4.5
-        return {"source": source}
+        yield outcome.own(outcome.error_recording(source, "ValueError", "boom"))
+        yield Done()
 
-    job = RunJob("x = 1", run, clock=clock)
+    job = RunJob("x = 1", events, clock=clock)
     for _ in range(500):              # the thread reaches "running" and waits on `go`
         if job.phase == "running":
             break
@@ -64,7 +67,42 @@ def test_run_job_says_what_it_waits_for_and_times_each_phase():
     assert job.label().startswith("Running your program") and "4.0 s since Run" in job.label()
     go.set()
     job.done.wait(5)
-    assert job.result == {"source": "x = 1"} and job.phase == "drawing"
+    assert job.recorded.recording.source == "x = 1" and job.phase == "drawing"
+    assert job.recorded.data["error"]["type"] == job.recorded.recording.error.type == "ValueError"
     clock.now = 5.0
     assert job.summary() == ("Run → drawn in 5.0 s (waiting in line 1.0 s, a worker starting "
                              "3.0 s, the program 0.5 s, drawing 0.5 s)")
+
+
+def test_run_job_says_its_place_in_line():
+    go = threading.Event()
+
+    def events(source):
+        yield Phase("queued", 3)
+        go.wait(5)
+        yield Done()
+
+    job = RunJob("x = 1", events)
+    for _ in range(500):
+        if job.place == 3:
+            break
+        threading.Event().wait(0.01)
+    assert job.label().startswith("Waiting for a free worker: your run is number 3 in line")
+    go.set()
+    assert job.done.wait(5)
+
+
+def test_a_runner_that_fails_or_ends_without_a_recording_is_a_runner_error():
+    def broken(source):
+        raise RuntimeError("no workers here")
+        yield
+
+    def silent(source):
+        yield Done()
+
+    for events, words in ((broken, "RuntimeError: no workers here"), (silent, "without a recording")):
+        job = RunJob("x = 1", events)
+        assert job.done.wait(5)
+        error = job.recorded.recording.error
+        assert error.type == "RunnerError" and words in error.message and error.hint
+        assert job.recorded.recording.source == "x = 1"

@@ -262,8 +262,11 @@ def test_extra_runs_wait_in_line_and_none_is_lost():
     places, results = {}, {}
 
     def run(i):
-        results[i] = pool.record(f"import time\ntime.sleep(0.5)\nprint('run {i}')\n",
-                                 on_wait=lambda place: places.setdefault(i, []).append(place))
+        job = pool.submit(runner.Record(f"import time\ntime.sleep(0.5)\nprint('run {i}')\n"))
+        for event in job.stream():
+            if isinstance(event, jobs.Phase) and event.name == "queued" and event.place:
+                places.setdefault(i, []).append(event.place)
+        results[i] = job.result
 
     try:
         threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
@@ -291,17 +294,21 @@ def test_cancelling_an_owner_stops_its_running_and_waiting_jobs():
 
     alice_runs = threading.Event()
 
-    def run(name, owner, program, on_wait=None, on_phase=None):
-        results[name] = pool.record(program, owner=owner, on_wait=on_wait, on_phase=on_phase)
+    def run(name, owner, program, phase, reached):
+        job = pool.submit(runner.Record(program), owner=owner)
+        for event in job.stream():
+            if isinstance(event, jobs.Phase) and event.name == phase:
+                reached.set()
+        results[name] = job.result
 
     try:
-        alice = threading.Thread(target=run, args=("alice", "a", "import time\ntime.sleep(50)\n"),
-                                 kwargs={"on_phase": lambda phase: phase == "running" and alice_runs.set()})
+        alice = threading.Thread(target=run, args=("alice", "a", "import time\ntime.sleep(50)\n",
+                                                   "running", alice_runs))
         alice.start()
         # bob comes once alice holds the one slot (a fresh pool's zygote may take a while)
         assert alice_runs.wait(120), "alice's program never started"
-        bob = threading.Thread(target=run, args=("bob", "b", "print('bob ran')\n",
-                                                 lambda place: started.set()))
+        bob = threading.Thread(target=run, args=("bob", "b", "print('bob ran')\n", "queued",
+                                                 started))
         bob.start()
         assert started.wait(30), "bob waits behind alice"
         assert pool.cancel("b") == 1              # bob leaves the queue

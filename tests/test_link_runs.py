@@ -1,20 +1,35 @@
 """Pages that open one example's link share one run of it (tapeviz/state/link_runs.py).
 
-The runs here are stand-ins that count their calls and block until released, so that the
-tests decide the order in which pages arrive; the page-level test with real workers is
+The jobs here are stand-ins whose events block until released, so that the tests decide
+the order in which pages arrive; the page-level test with real workers is
 tests/test_app.py::test_pages_opening_one_link_share_its_run."""
 import threading
 
 import pytest
 
+from tapeviz import recording_gate as gate
+from tapeviz.server.jobs import Done, Phase, Recorded
 from tapeviz.state.link_runs import SHARING, LinkRuns
 
 SOURCE = "import tensorflow as tf\nprint(tf.constant(1.0))\n"
 
 
+class Job:
+    """A job handle as the runner gives one: its events stream until `release`."""
+
+    def __init__(self, runs, result):
+        self.runs, self.result = runs, result
+
+    def stream(self):
+        yield Phase("running")
+        self.runs.release.wait(10)
+        yield Recorded(gate.read(self.result).recording, self.result)
+        yield Done()
+
+
 class Runs:
-    """run(source, on_wait=, on_phase=) as the page's runner call takes it: each call
-    blocks until `release`, then returns the recording (or raises) it was told to."""
+    """submit(source) as the page's runner call: each call gives a job whose events end
+    at `release` with the recording it was told to; or raises, if told an exception."""
 
     def __init__(self, *results):
         self.results = list(results)
@@ -22,19 +37,30 @@ class Runs:
         self.started = threading.Semaphore(0)
         self.release = threading.Event()
 
-    def __call__(self, source, on_wait=None, on_phase=None):
+    def __call__(self, source):
         self.calls += 1
         result = self.results[min(self.calls, len(self.results)) - 1]
         self.started.release()
-        self.release.wait(10)
         if isinstance(result, BaseException):
+            self.release.wait(10)
             raise result
-        return result
+        return Job(self, result)
 
 
 def recording(error_type=None):
     error = {"type": error_type, "message": "", "line": None} if error_type else None
     return {"schema": "tapeviz.recording/1", "source": SOURCE, "error": error}
+
+
+def follow(links, runs, phases=None):
+    """A page's run of the link: the recording dict it gets, noting its phases."""
+    recorded = None
+    for event in links.events(SOURCE, submit=runs):
+        if isinstance(event, Phase) and phases is not None:
+            phases.append(event.name)
+        elif isinstance(event, Recorded):
+            recorded = event.data
+    return recorded
 
 
 def pages(links, runs, n):
@@ -44,7 +70,7 @@ def pages(links, runs, n):
     def page(i):
         phases = []
         try:
-            out[i] = (links.run(SOURCE, run=runs, on_phase=phases.append), phases)
+            out[i] = (follow(links, runs, phases), phases)
         except Exception as exc:       # the page's own run raised: it gets the exception
             out[i] = (exc, phases)
     threads = [threading.Thread(target=page, args=(i,)) for i in range(n)]
@@ -76,14 +102,14 @@ def test_a_later_page_takes_the_kept_run_until_it_is_too_old():
     now = [0.0]
     links, runs = LinkRuns(max_age_s=900, clock=lambda: now[0]), Runs(recording())
     runs.release.set()
-    first = links.run(SOURCE, run=runs)
+    first = follow(links, runs)
     now[0] = 600.0
     phases = []
-    assert links.run(SOURCE, run=runs, on_phase=phases.append) is first
+    assert follow(links, runs, phases) is first
     assert phases == [SHARING] and links.age(SOURCE) == 600.0 and runs.calls == 1
     now[0] = 901.0
     assert links.age(SOURCE) is None
-    links.run(SOURCE, run=runs)
+    follow(links, runs)
     assert runs.calls == 2
 
 
@@ -105,8 +131,8 @@ def test_the_programs_own_error_is_shared_like_any_result():
     # nonpersistent_error raises on purpose: that is the lesson, and the same for everyone
     links, runs = LinkRuns(max_age_s=900), Runs(recording("RuntimeError"))
     runs.release.set()
-    first = links.run(SOURCE, run=runs)
-    assert links.run(SOURCE, run=runs) is first and runs.calls == 1
+    first = follow(links, runs)
+    assert follow(links, runs) is first and runs.calls == 1
 
 
 def test_a_run_that_raises_leaves_no_page_waiting():
@@ -123,6 +149,6 @@ def test_a_run_that_raises_leaves_no_page_waiting():
 def test_a_zero_age_shares_nothing():
     links, runs = LinkRuns(max_age_s=0), Runs(recording())
     runs.release.set()
-    links.run(SOURCE, run=runs)
-    links.run(SOURCE, run=runs)
+    follow(links, runs)
+    follow(links, runs)
     assert runs.calls == 2 and links.age(SOURCE) is None

@@ -10,7 +10,6 @@ from tapeviz import recording_gate as gate
 from tapeviz.draw import graph, labels, nodes
 from tapeviz.draw.options import View
 from tapeviz import examples
-from tapeviz.state import opened
 from tapeviz.recording import Recording
 from tapeviz.server import protocol
 from tapeviz.worker import recorder
@@ -42,9 +41,12 @@ def cnn():
 
 def test_a_cnn_loop_at_the_op_bound_passes_the_gate(cnn):
     assert gate.problem(cnn) is None
-    assert protocol.check_recording(cnn, CNN_LOOP, gate.MAX_OPS, 100_000) is None
-    rec, _ = opened.read_recording(json.dumps(cnn).encode(), "cnn.json")
+    sent = protocol.read_recording(cnn, CNN_LOOP, gate.MAX_OPS, 100_000)     # from a worker
+    assert sent.data is cnn and len(sent.recording.ops) == gate.MAX_OPS
+    rec, _ = gate.read(json.dumps(cnn).encode(), "cnn.json")                 # from a file
     assert len(rec.ops) == gate.MAX_OPS
+    with pytest.raises(protocol.ProtocolError, match="not of the program that was sent"):
+        protocol.read_recording(cnn, "print(1)\n", gate.MAX_OPS, 100_000)
 
 
 @pytest.mark.parametrize("name", examples.names())
@@ -52,7 +54,7 @@ def test_every_example_recording_passes_the_gate(name):
     rec = recorder.record(examples.load(name).source, timeout=120)
     d = json.loads(rec.to_json())
     assert gate.problem(d) is None
-    back, _ = opened.read_recording(json.dumps(d).encode(), f"{name}.json")
+    back, _ = gate.read(json.dumps(d).encode(), f"{name}.json")
     assert back.to_dict() == Recording.from_dict(d).to_dict()
 
 
@@ -120,9 +122,10 @@ def test_a_forged_recording_is_refused_with_a_plain_sentence(case):
     why = gate.problem(d)
     assert why is not None and words in why, why
     assert len(why) < 300
-    with pytest.raises(ValueError) as refused:            # an upload: the same gate
-        opened.read_recording(json.dumps(d).encode(), "up.json")
+    with pytest.raises(gate.Unreadable) as refused:       # an upload: the same gate
+        gate.read(json.dumps(d).encode(), "up.json")
     assert words in str(refused.value) and len(str(refused.value)) < 600
+    assert str(refused.value).startswith("up.json ") and refused.value.reason == why
 
 
 def test_many_names_within_their_length_are_bounded_together():
@@ -136,8 +139,8 @@ def test_a_100000_deep_json_is_a_plain_refusal_not_a_recursion_error():
     for text in ("[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000):
         with pytest.raises(gate.Refused, match="nested deeper"):
             gate.parse(text.encode())
-        with pytest.raises(ValueError, match="nested deeper"):
-            opened.read_recording(text.encode(), "deep.json")
+        with pytest.raises(gate.Unreadable, match="nested deeper"):
+            gate.read(text.encode(), "deep.json")
         with pytest.raises(protocol.ProtocolError, match="nested deeper"):
             protocol.parse(text.encode(), gate.MAX_OPS)
 
@@ -211,3 +214,10 @@ def test_a_flow_entrys_signed_value_passes_and_reads_back(value):
 
 def test_a_flow_value_too_large_is_refused():
     assert "field 'gradients'" in gate.problem(_with_flow([0.0] * 5000))
+
+
+def test_a_notebooks_dict_is_read_through_the_same_gate():
+    from tapeviz.draw import overview
+    assert len(overview.as_recording(forged()).ops) == 1
+    with pytest.raises(gate.Unreadable, match="field 'id'"):
+        overview.as_recording(forged(ops__0__id="0"))

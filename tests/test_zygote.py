@@ -76,7 +76,7 @@ def test_a_worker_killed_by_a_signal_is_described(runner):
 
 def test_a_dead_zygote_is_replaced(runner):
     old = runner.zygote
-    runner.fill()
+    runner.workers.fill()
     os.kill(old.proc.pid, signal.SIGKILL)
     old.proc.wait(10)
     # the idle worker it forked before dying still runs; the next one needs a new zygote

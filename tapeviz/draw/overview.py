@@ -3,24 +3,26 @@ it (a tape's op graph, or the gradient flow of one of its calls). No TensorFlow 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 from . import figures, graph, layout, run_figures
 from .options import View
+from .. import recording_gate as gate
 from ..recording import Recording
 
 
 def as_recording(rec) -> Recording:
-    """A Recording from a capture (`rec.recording`), a Recording, its dict, or a JSON path."""
+    """A Recording from a capture (`rec.recording`), a Recording, its dict, or a JSON path;
+    a dict or a file is read through the gate (recording_gate.read), as the app reads one."""
     rec = getattr(rec, "recording", rec)
     if isinstance(rec, Recording):
         return rec
     if isinstance(rec, dict):
-        return Recording.from_dict(rec)
+        return gate.read(rec, "the recording").recording
     if isinstance(rec, (str, Path)):
-        return Recording.from_dict(json.loads(Path(rec).read_text(encoding="utf-8")))
+        path = Path(rec)
+        return gate.read(path.read_bytes(), path.name).recording
     raise TypeError(f"not a recording: {type(rec).__name__} (nothing recorded yet?)")
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
+
+from ..recording import Recording
 
 # -- what is asked ------------------------------------------------------------------------
 
@@ -68,8 +70,10 @@ class Metric:
 
 @dataclass(frozen=True)
 class Recorded:
-    """The recording dict of a record job, checked against its bounds (or an error one)."""
-    recording: dict
+    """A record job's recording, read through the gate (recording_gate.read) against its
+    bounds, or one that holds only why it has none: the Recording to draw, and its dict."""
+    recording: Recording
+    data: dict
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,8 @@ class Done:
 
 class Job:
     """The handle of one submitted job. Events arrive in order on `next_event`/`events`;
-    `result` (a record job's recording) and `error` are set before `Done`."""
+    `result` (a record job's recording dict), `recording` (it read, a Recording) and `error`
+    are set before `Done`."""
 
     def __init__(self, spec, owner=None, client=None):
         self.spec = spec
@@ -93,6 +98,7 @@ class Job:
         self.phase: Optional[str] = None   # the last Phase event's name; "done" at the end
         self.place: Optional[int] = None
         self.result: Optional[dict] = None
+        self.recording: Optional[Recording] = None
         self.error: Optional[str] = None
         self.cancelled = threading.Event()
         self.worker = None                 # set while a worker runs it
@@ -108,6 +114,14 @@ class Job:
             return self._events.get(timeout=timeout)
         except queue.Empty:
             return None
+
+    def stream(self) -> Iterator:
+        """Every event in order, each waited for, up to and with `Done` (for one reader)."""
+        while True:
+            event = self._events.get()
+            yield event
+            if isinstance(event, Done):
+                return
 
     def events(self) -> list:
         """Every event that arrived since the last read (never blocks)."""
@@ -160,13 +174,14 @@ class Job:
             self.phase, self.place = event.name, event.place
         self._events.put(event)
 
-    def finish(self, result: Optional[dict] = None, error: Optional[str] = None) -> None:
+    def finish(self, recorded: Optional[Recorded] = None, error: Optional[str] = None) -> None:
         with self._lock:
             if self._done.is_set():
                 return
-            self.result, self.error = result, error
-            if result is not None:
-                self._events.put(Recorded(result))
+            self.error = error
+            if recorded is not None:
+                self.result, self.recording = recorded.data, recorded.recording
+                self._events.put(recorded)
             if error is not None:
                 self._events.put(Error(error))
             self.phase = "done"

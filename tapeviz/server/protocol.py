@@ -52,7 +52,7 @@ def _metric(x) -> bool:
 
 
 # type: {field: check}, exactly what the worker sends (worker/serve.py, exits.py, recorder.py);
-# the recording itself is checked by the gate (check_recording).
+# the recording itself is read through the gate (read_recording).
 SHAPES = {
     "ready": {"pid": lambda x: type(x) is int},
     "stdout": {"text": _text},
@@ -118,12 +118,14 @@ class Inbox:
             self.tokens -= size
 
 
-def check_recording(rec, source: str, max_ops: int, max_stdout: int) -> Optional[str]:
-    """Why `rec` cannot be what the recorder sent for `source` within the bounds, or None:
-    the gate's check (every field, edges, unrecorded tensors, text), then its source."""
-    why = gate.problem(rec, max_ops, max_stdout)
-    if why is not None:
-        return why
-    if rec.get("source") != source:
-        return "the recording is not of the program that was sent"
-    return None
+def read_recording(rec, source: str, max_ops: int, max_stdout: int) -> gate.Checked:
+    """The worker's recording of `source` through the one reader (recording_gate.read: every
+    field, edges, unrecorded tensors, text, within the bounds), and of that program;
+    ProtocolError saying why not."""
+    try:
+        checked = gate.read(rec, "the worker's recording", max_ops, max_stdout)
+    except gate.Unreadable as exc:
+        raise ProtocolError(exc.reason) from None
+    if checked.recording.source != source:
+        raise ProtocolError("the recording is not of the program that was sent")
+    return checked

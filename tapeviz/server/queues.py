@@ -82,9 +82,10 @@ class FairQueue:
         self.busy = 0
         self.tickets: list = []
 
-    def acquire(self, ticket: Ticket, on_wait=None,
+    def acquire(self, ticket: Ticket, tell_place=None,
                 cancelled: Optional[threading.Event] = None) -> bool:
-        """True with a slot held; False when cancelled while waiting."""
+        """True with a slot held; False when cancelled while waiting. `tell_place(place)`
+        each time its place in line changes (the runner makes it the job's queued event)."""
         cond = self.shares.cond
         with cond:
             self.tickets.append(ticket)
@@ -97,11 +98,11 @@ class FairQueue:
                     if place == 1 and self.busy < self.slots:
                         self.busy += 1
                         return True
-                    if on_wait is not None and place != told:
+                    if tell_place is not None and place != told:
                         told = place
-                        cond.release()      # the callback may draw on a page: not locked
+                        cond.release()      # not locked while the job is told
                         try:
-                            on_wait(place)
+                            tell_place(place)
                         finally:
                             cond.acquire()
                         continue

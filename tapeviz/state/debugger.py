@@ -23,10 +23,11 @@ import uuid
 from typing import Callable, MutableMapping, Optional
 
 from .. import examples
+from .. import recording_gate as gate
 from ..draw import graph, run_figures
 from ..recording import Recording
 from ..words.markdown import code, literal
-from . import opened, share, view
+from . import share, view
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -164,16 +165,13 @@ class DebuggerState:
         self.job = None
         if job.cancelled:
             return False
-        self.take_recording(job.source, job.result)
+        self.take_recording(job.recorded.recording, job.recorded.data)
         self.drawing = job
         return True
 
-    def take_recording(self, source: str, recorded) -> None:
-        try:
-            rec = Recording.from_dict(recorded)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            rec = Recording(source=source)
-            self.url_problem = "The worker sent back something unreadable: " + literal(exc, 200)
+    def take_recording(self, rec: Recording, recorded: dict) -> None:
+        """A run's recording (read through the gate, recording_gate.read), shown on the view
+        another page asked for."""
         self.adopt(rec, recorded)
         wanted, self.after_run = self.after_run, {}
         calls = view.call_choices(rec)
@@ -217,8 +215,8 @@ class DebuggerState:
     def open_bytes(self, data: bytes, name: str) -> None:
         self.open_problem = None
         try:
-            rec, recorded = opened.read_recording(data, name)
-        except ValueError as exc:
+            rec, recorded = gate.read(data, name)
+        except gate.Unreadable as exc:
             self.open_problem = literal(exc)
             return
         self.widgets.pop(EXAMPLE, None)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
+
+from ..server.jobs import Done, Phase, Recorded
 
 # Error types the runner gives a recording it cut short: a fault of that run, not of the
 # program, so never shown to anyone but the page that met it.
@@ -20,11 +22,11 @@ CUT_SHORT = frozenset({"Cancelled", "Timeout", "WorkerError", "WorkerCrash", "Ru
 SHARING = "sharing"     # the run phase of a page that waits for, or takes, a shared run
 
 
-def keepable(recorded) -> bool:
-    if not isinstance(recorded, dict):
+def keepable(recorded: Optional[Recorded]) -> bool:
+    if recorded is None:
         return False
-    error = recorded.get("error")
-    return error is None or error.get("type") not in CUT_SHORT
+    error = recorded.recording.error
+    return error is None or error.type not in CUT_SHORT
 
 
 class LinkRuns:
@@ -32,14 +34,16 @@ class LinkRuns:
         self.max_age_s = max_age_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._kept: dict = {}        # source -> (recording dict, when it was recorded)
+        self._kept: dict = {}        # source -> (its Recorded event, when it was recorded)
         self._running: dict = {}     # source -> Event set when the run in flight ends
 
-    def run(self, source: str, run: Callable[..., dict], on_wait=None, on_phase=None) -> dict:
-        """The recording of `source`: a kept one, the one another page is making, or
-        `run(source, on_wait=, on_phase=)`'s (the page's own runner call)."""
+    def events(self, source: str, submit: Callable) -> Iterator:
+        """The events a page follows for `source`'s link: those of its own job
+        (`submit(source)`, the page's runner call) when no other page has one kept or in
+        flight; else Phase(SHARING), then that run's Recorded and Done."""
         if self.max_age_s <= 0:
-            return run(source, on_wait=on_wait, on_phase=on_phase)
+            yield from submit(source).stream()
+            return
         while True:
             with self._lock:
                 kept = self._fresh(source)
@@ -48,11 +52,13 @@ class LinkRuns:
                 if mine:
                     ending = self._running[source] = threading.Event()
             if mine:
-                return self._run_and_keep(source, run, ending, on_wait, on_phase)
-            if on_phase is not None:
-                on_phase(SHARING)
+                yield from self._run_and_keep(source, submit, ending)
+                return
+            yield Phase(SHARING)
             if kept is not None:
-                return kept[0]
+                yield kept[0]
+                yield Done()
+                return
             ending.wait()
             # kept now; or cut short, and this page runs its own on the next turn
 
@@ -69,16 +75,18 @@ class LinkRuns:
             kept = None
         return kept
 
-    def _run_and_keep(self, source, run, ending, on_wait, on_phase) -> dict:
+    def _run_and_keep(self, source, submit, ending) -> Iterator:
         recorded = None
         try:
-            recorded = run(source, on_wait=on_wait, on_phase=on_phase)
-            return recorded
+            for event in submit(source).stream():
+                if isinstance(event, Recorded):
+                    recorded = event
+                yield event
         finally:
             with self._lock:
                 del self._running[source]
                 if keepable(recorded):
-                    # A page's Recording is built from this dict and never changes it, so
-                    # every page may share the one object.
+                    # A page draws this Recording and never changes it, so every page
+                    # may share the one object.
                     self._kept[source] = (recorded, self._clock())
             ending.set()

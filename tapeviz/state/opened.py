@@ -1,43 +1,15 @@
 """A recording opened from a file (`tapeviz view RUN.json`, or "Open a recording" on the
-debugger page): read and checked, with a plain message when the file is not one; and the
+debugger page, both read through recording_gate.read): the variable that names it, and the
 source of the user's file an op or tensor came from. No TensorFlow, no Streamlit.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from .. import recording_gate as gate
-from ..recording import SCHEMA, Recording
+from ..recording import Recording
 from ..words import values
 
 VIEW_ENV = "TAPEVIZ_VIEW"      # `tapeviz view` names the recording the app opens with
-
-
-def read_recording(data: bytes, name: str = "the file") -> tuple:
-    """(Recording, its dict) from a file's bytes; ValueError saying why it is not one.
-    Through the gate every recording the server reads passes (recording_gate): parsed under
-    its budget and checked against the recorder's bounds before anything is built from it."""
-    try:
-        d = gate.parse(data)
-    except gate.Refused as e:
-        raise ValueError(f"{name} is not a tapeviz recording: it {e}. A recording is the "
-                         f"JSON file that `tapeviz record -o run.json` writes, or the app's "
-                         f"⬇ Recording button gives.") from None
-    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-        found = d.get("schema") if isinstance(d, dict) else None
-        what = (f"its schema is {str(found)[:80]!r}" if found
-                else "it has no \"schema\" field")
-        raise ValueError(f"{name} is JSON but not a tapeviz recording: {what}, expected "
-                         f"{SCHEMA!r}.")
-    why = gate.problem(d)
-    if why is not None:
-        raise ValueError(f"{name} says it is a tapeviz recording but cannot be one: {why}.")
-    try:
-        rec = Recording.from_dict(d)
-    except (TypeError, KeyError, AttributeError, ValueError) as e:
-        raise ValueError(f"{name} says it is a tapeviz recording but cannot be read: "
-                         f"{type(e).__name__}: {str(e)[:200]}") from None
-    return rec, d
 
 
 def file_of(rec: Recording, node_data: dict) -> Optional[str]:

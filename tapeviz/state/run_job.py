@@ -1,12 +1,16 @@
-"""One debugger run in flight, for the page: the run goes on in a thread while the page
-polls, so the status can say what it waits for and a Cancel click reaches the worker.
-No Streamlit and no TensorFlow here: the page reads `label()` and calls `cancel()`.
+"""One debugger run in flight, for the page: its own thread follows the job's typed events
+(server/jobs.py) and folds them into what the run waits for and how long each phase took,
+as the training page folds its job's (training_run.py). No Streamlit and no TensorFlow
+here: the page reads `label()`, and takes `recorded` once `done` is set.
 """
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
+
+from ..server import outcome
+from ..server.jobs import Phase, Recorded
 
 WAITING_FOR = {
     "queued": "Waiting for a free worker: your run is number {place} in line",
@@ -19,32 +23,46 @@ WAITING_FOR = {
 
 
 class RunJob:
-    """`run(source, on_wait=, on_phase=)` in a thread; times each phase from Run on."""
+    """Follows `events(source)` (a job's events: `Job.stream()`, or a link's shared run,
+    link_runs.py) in a thread of its own; times each phase from Run on."""
 
-    def __init__(self, source: str, run: Callable[..., dict], clock=time.perf_counter):
+    def __init__(self, source: str, events: Callable[[str], Iterable],
+                 clock=time.perf_counter):
         self.source = source
         self.clock = clock
         self.started = clock()
         self.phase, self.place = "queued", None
         self.phases: dict = {}           # phase -> seconds spent in it, once it ended
         self._entered = self.started
-        self.result: Optional[dict] = None
+        self.recorded: Optional[Recorded] = None
         self.done = threading.Event()
         self.cancelled = False
-        self._thread = threading.Thread(target=self._work, args=(run,), daemon=True,
+        self._thread = threading.Thread(target=self._follow, args=(events,), daemon=True,
                                         name="tapeviz-run")
         self._thread.start()
 
-    def _work(self, run) -> None:
+    def _follow(self, events) -> None:
         try:
-            self.result = run(self.source, on_wait=self._on_wait, on_phase=self.enter)
+            for event in events(self.source):
+                self.take(event)
+        except Exception as exc:   # noqa: BLE001 - the page stays up whatever the runner does
+            self.recorded = outcome.failed(self.source, "RunnerError",
+                                           f"{type(exc).__name__}: {exc}")
         finally:
+            if self.recorded is None:
+                self.recorded = outcome.failed(self.source, "RunnerError",
+                                               "the run ended without a recording")
             self.enter("drawing")
             self.done.set()
 
-    def _on_wait(self, place: int) -> None:
-        self.place = place
-        self.enter("queued")
+    def take(self, event) -> None:
+        """Fold in one event of the job (only this run's thread calls it, in order)."""
+        if isinstance(event, Phase):
+            if event.name == "queued":
+                self.place = event.place
+            self.enter(event.name)
+        elif isinstance(event, Recorded):
+            self.recorded = event
 
     def enter(self, phase: str) -> None:
         now = self.clock()

@@ -6,11 +6,12 @@ from __future__ import annotations
 import atexit
 import hashlib
 import threading
-from typing import Callable, Optional
+from typing import Optional
 
 import streamlit as st
 
-from ..server.runner import Runner, error_recording
+from ..server.jobs import Job, Record
+from ..server.runner import Runner
 from ..state.link_runs import LinkRuns
 
 WATCH_S = 1.0     # how often a run checks that its tab is still open
@@ -43,31 +44,23 @@ def link_runs() -> LinkRuns:
     return LinkRuns(runner().config.link_run_s)
 
 
-def run(source: str, on_wait: Optional[Callable[[int], None]] = None, on_phase=None,
-        owner=None, pool: Optional[Runner] = None, session: Optional[str] = None,
-        client: Optional[str] = None, eager: bool = False) -> dict:
-    """Record a program in a worker; a recording dict even when the runner itself fails.
+def submit(source: str, owner=None, pool: Optional[Runner] = None, session: Optional[str] = None,
+           client: Optional[str] = None, eager: bool = False) -> Job:
+    """Start recording a program in a worker and return the job's handle at once (its typed
+    events are the page's to follow, state/run_job.py).
 
-    A page's run thread (run_job.py) passes `pool` and `session` (the session id), fetched
-    in the script thread. The run is owned by `owner` (default: the session), and when the
+    A page's run thread passes `pool` and `session` (the session id), fetched in the
+    script thread. The run is owned by `owner` (default: the session), and when the
     session's tab closes the run, running or still queued, is cancelled within about
     WATCH_S, not left to its time limit. `client` (a browser's id, from a cookie) gives
     the run its fair share among that browser's tabs (server/queues.py). `eager`: run
     tf.functions eagerly, so a traced train step is recorded op by op (`record --eager`)."""
-    try:
-        shared = pool or runner()
-        session = session or session_id()
-        owner = owner or (f"debugger-{session}" if session else None)
-        stop = _cancel_when_closed(shared, session, owner)
-        try:
-            return shared.record(source, "program.py", on_wait=on_wait, on_phase=on_phase,
-                                 owner=owner, client=client, eager=eager)
-        finally:
-            stop.set()
-    except Exception as exc:   # the page must stay up whatever the worker machinery does
-        return error_recording(source, "RunnerError", f"{type(exc).__name__}: {exc}",
-                               "The app could not start a worker. Try again; if it persists, "
-                               "restart the app.")
+    shared = pool or runner()
+    session = session or session_id()
+    owner = owner or (f"debugger-{session}" if session else None)
+    job = shared.submit(Record(source, "program.py", eager=eager), owner, client)
+    _cancel_when_closed(shared, session, owner, job)
+    return job
 
 
 def client_id() -> Optional[str]:
@@ -90,19 +83,17 @@ def session_id() -> Optional[str]:
     return ctx.session_id if ctx is not None else None
 
 
-def _cancel_when_closed(shared: Runner, session_id: Optional[str], owner) -> threading.Event:
+def _cancel_when_closed(shared: Runner, session_id: Optional[str], owner, job: Job) -> None:
     """A thread that cancels `owner`'s jobs once the session is gone (its tab closed: the
-    script thread itself is blocked in the run and cannot notice). Set the event to stop."""
-    stop = threading.Event()
+    script thread itself may be waiting for the run and cannot notice), until `job` ends."""
     if session_id is None:
-        return stop
+        return
     from streamlit import runtime
 
     def watch():
-        while not stop.wait(WATCH_S):
+        while not job.wait(WATCH_S):
             if runtime.exists() and not runtime.get_instance().is_active_session(session_id):
                 shared.cancel(owner)
                 return
 
     threading.Thread(target=watch, daemon=True, name="tapeviz-run-watch").start()
-    return stop
