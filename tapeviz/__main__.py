@@ -159,6 +159,11 @@ def record_main(args) -> int:
     if live is None:
         sys.stderr.write(recording.get("stderr") or "")
         sys.stderr.flush()
+    return told(recording)
+
+
+def told(recording: dict) -> int:
+    """Say on stderr how the recorded run went; the exit status `record` ends with."""
     for warning in recording.get("warnings") or []:   # data served from a local copy
         if warning.get("kind") == "data":
             print(f"tapeviz record: {warning.get('message')}", file=sys.stderr)

@@ -183,16 +183,16 @@ class Runner:
             job.sent = True
             job.emit(Phase("running"))
             last, printed = self._listen(job, worker)
+            # The slot bounds programs running at once, and this one has stopped: the next
+            # in line starts while its recording is read and this worker is killed (under
+            # a class's load the kill waits for the zygote, up to a tenth of a second).
+            free()
             limits = self.config.limits
             if spec.kind == "record":
                 end = {"recorded": outcome.recorded(job, worker, last, printed, limits,
                                                     self._timeout(spec))}
             else:
                 end = {"error": outcome.training_error(job, worker, last, limits)}
-            # The slot bounds programs running at once, and this one has stopped: the next
-            # in line starts while this worker is killed (under a class's load the kill
-            # waits for the zygote, up to a tenth of a second).
-            free()
             # Everything the job started (a child that left its session, in its namespace,
             # cgroup and uid) is gone before its end is told; the next run never meets it.
             worker.kill()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Callable, MutableMapping, Optional
+from typing import Callable, Iterable, MutableMapping, Optional
 
 from .. import examples
 from .. import recording_gate as gate
@@ -138,11 +138,12 @@ class DebuggerState:
             self.source = examples.code(names[0])
 
     # -- the run -------------------------------------------------------------------------
-    def start_run(self, run_for: Callable[[bool], Callable[..., dict]],
+    def start_run(self, run_for: Callable[[bool], Callable[[str], Iterable]],
                   cancel: Callable[[str], None]) -> Optional[RunJob]:
-        """Start the pending run, if any, in a RunJob. `run_for(link)` gives the runner
-        call (`link`: the first run of an example's link); `cancel(owner)` ends the
-        worker of a run still in flight, which the new one replaces."""
+        """Start the pending run, if any, in a RunJob. `run_for(link)` gives the run's
+        events for a source (its job's, or with `link`, the first run of an example's link,
+        shared); `cancel(owner)` ends the worker of a run still in flight, which the new
+        one replaces."""
         if not self.pending:
             return None
         link, self.pending, self.link_run = self.link_run, False, False
