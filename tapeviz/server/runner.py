@@ -170,12 +170,12 @@ class Runner:
                 job.emit(Phase("starting"))
             if not worker.ready.wait(READY_TIMEOUT_S) and worker.proc.poll() is None:
                 return outcome.end(job, "WorkerError",
-                            "the worker did not start in time (the machine is busy)")
+                                   "the worker did not start in time (the machine is busy)")
             if job.cancelled.is_set():
                 return outcome.end(job, "Cancelled", "it was cancelled before it started")
             if worker.proc.poll() is not None:
                 return outcome.end(job, "WorkerError",
-                            f"{worker.exit_description()} before the program ran")
+                                   f"{worker.exit_description()} before the program ran")
             try:
                 worker.send_job(self._message(spec))
             except OSError:
