@@ -88,9 +88,9 @@ class Done:
 
 
 class Job:
-    """The handle of one submitted job. Events arrive in order on `next_event`/`events`;
-    `result` (a record job's recording dict), `recording` (it read, a Recording) and `error`
-    are set before `Done`."""
+    """The handle of one submitted job. Events arrive in order on `stream`, `next_event` or
+    `events` (one reader); `result` (a record job's recording dict), `recording` (the
+    Recording read from it) and `error` are set before `Done`."""
 
     def __init__(self, spec, owner=None, client=None):
         self.spec = spec
