@@ -15,7 +15,7 @@ from .. import examples, printed
 from ..draw import figures, graph, run_figures
 from ..draw.options import View
 from ..recording import Recording
-from ..state import opened, share, view
+from ..state import callouts, inspector, opened, share, view
 from ..words import notes
 from ..words.markdown import literal
 from . import charts, drawing, viewport
@@ -31,12 +31,12 @@ def show_error(rec: Recording) -> None:
     """The run's error with its line, the line in the program, and a hint. An error a
     callout already states (a failed gradient call) folds away, its hint kept: repeated in
     full it pushed the graph below the fold at 1280x720."""
-    called_out = view.error_called_out(rec)
+    called_out = callouts.error_called_out(rec)
     where = st.expander("The error in full, with its line") if called_out else st.container()
     where.error(notes.error_line(rec))
     if rec.error.line:     # quoted from the file it was raised in, a module of the project too
         source = opened.source_of(rec, rec.error.file)
-        where.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
+        where.markdown(inspector.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
     if hint := notes.hint(rec):
         st.info(hint)
     if rec.ops and not called_out:
@@ -198,7 +198,7 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
     node = st.session_state.pick
     if node is None:
         return
-    d = view.details(rec, G, node, flow)
+    d = inspector.details(rec, G, node, flow)
     info, code = st.columns([1, 1])
     info.markdown(notes.inspector(d))
     if d.value is not None:
@@ -213,8 +213,8 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
         code.markdown(notes.made_by(d.producer))
     if d.consumers:
         code.markdown(notes.used_by(d.consumers))
-    state.pick_line = view.editor_line(rec, G, node)     # marked in the editor: program lines only
-    where, excerpt = view.excerpt_for(rec, G, node)        # quoted from the op's own file
+    state.pick_line = inspector.editor_line(rec, G, node)     # marked in the editor: program lines only
+    where, excerpt = inspector.excerpt_for(rec, G, node)        # quoted from the op's own file
     if excerpt:
         code.markdown(f"**{literal(where, 300)}**:")
         code.markdown(excerpt, unsafe_allow_html=True)
