@@ -1,6 +1,6 @@
 """Numbers and tensors as a reader meets them: values as Python prints them, a gradient's
-size in words, a tensor's name, a line's place. Used by the graph's labels, the sentences
-and the inspector alike. No Streamlit, no TensorFlow.
+size in words, a tensor's or an op's name, a line's place, a list said as a sentence says it.
+Used by the graph's labels, the sentences and the inspector alike. No Streamlit, no TensorFlow.
 """
 from __future__ import annotations
 
