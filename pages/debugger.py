@@ -9,9 +9,9 @@ from functools import partial
 import streamlit as st
 
 from tapeviz import examples
-from tapeviz.state import debugger, opened, view
+from tapeviz.state import callouts, debugger, opened
 from tapeviz.ui import editor, frame, mode, panels, session
-from tapeviz.words import notes, reasons
+from tapeviz.words import notes, reasons, values
 from tapeviz.words.markdown import literal
 
 frame.require(__file__)
@@ -117,7 +117,7 @@ def draw_editor():
     """The editor last: the picked node's line is known once the inspector ran."""
     source = state.source
     same = rec is not None and rec.source == source
-    err = rec.error if same and view.in_program(rec, rec.error and rec.error.file) else None
+    err = rec.error if same and values.in_program(rec, rec.error and rec.error.file) else None
     pick = state.pick_line if same and st.session_state.get("pick") is not None else None
     lines = min(24, max(10, source.count("\n") + 2))
     with editor_slot:
@@ -139,7 +139,7 @@ if rec is None:
     st.stop()
 
 with right:
-    panels.show_callouts(state, view.callouts(rec))
+    panels.show_callouts(state, callouts.callouts(rec))
     if rec.eager:
         st.info("Recorded with tf.functions run eagerly: each traced function's ops are drawn "
                 "one by one, with their values.", icon=":material/bolt:")

@@ -10,7 +10,7 @@ tf = pytest.importorskip("tensorflow")
 from tapeviz import examples  # noqa: E402
 from tapeviz.draw import graph  # noqa: E402
 from tapeviz.draw.options import View  # noqa: E402
-from tapeviz.state import view  # noqa: E402
+from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.recording import BACKWARD  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 
@@ -18,7 +18,7 @@ from tapeviz.worker import recorder  # noqa: E402
 @pytest.fixture(scope="module")
 def nan_hunt():
     rec = recorder.record(examples.load("nan_hunt").source)
-    state = view.opening(rec)
+    state = callouts.opening(rec)
     tape, call = view.parse_view(state["view"])
     return rec, dict(tape=tape, call=call, fold=state["fold"], backward=state["backward"])
 

@@ -7,7 +7,7 @@ import threading
 from tapeviz import examples
 from tapeviz import recording_gate as gate
 from tapeviz.server.jobs import Done, Phase, Recorded
-from tapeviz.state import debugger, share, view
+from tapeviz.state import callouts, debugger, share, view
 from test_graph import keras_like, wxb
 
 
@@ -112,7 +112,7 @@ def test_a_new_recording_opens_on_a_clean_view():
     assert "path_only" not in session and "pick" not in session and "expand" not in session
     assert session["large_text"] is True         # the page's own switches stay
     assert state.unfold == [] and session["fold"] is True
-    assert state.focus == view.opening(rec).get("focus")
+    assert state.focus == callouts.opening(rec).get("focus")
 
 
 def test_a_run_started_over_a_running_one_cancels_it_and_cancel_keeps_the_last_recording():

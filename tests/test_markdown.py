@@ -10,8 +10,8 @@ from markdown_it import MarkdownIt
 
 from tapeviz.draw import graph
 from tapeviz.draw.options import View
-from tapeviz.state import debugger, view
-from tapeviz.words import markdown, notes
+from tapeviz.state import callouts, debugger, inspector, view
+from tapeviz.words import markdown, notes, tapes
 from tapeviz.recording import Recording
 
 HOSTILE = ("![x](http://evil.example/x.png) [Your session expired: log in again](http://evil.example) "
@@ -118,13 +118,13 @@ def hostile_recording():
 
 def test_the_debugger_callouts_legend_and_summaries_are_text():
     rec = hostile_recording()
-    called = view.callouts(rec)
+    called = callouts.callouts(rec)
     assert len(called) == 2
     for callout in called:
         inert(callout.text)
         assert callout.text.split("**")[1]     # the expander's label takes the bold part
     inert(view.legend_text(rec, "call:0:0"))
-    inert(view.tape_summary(rec, 0))
+    inert(tapes.tape_summary(rec, 0))
     G = graph.build(rec, View(tape=0, call=0))
     for node in view.step_nodes(G):
         inert(view.step_words(G, node))
@@ -134,7 +134,7 @@ def test_the_inspector_is_text():
     rec = hostile_recording()
     G = graph.build(rec, View(tape=0, call=0, fold=False))
     for node in G:
-        d = view.details(rec, G, node)
+        d = inspector.details(rec, G, node)
         inert(notes.inspector(d))
         if d.producer:
             inert(notes.made_by(d.producer))

@@ -8,7 +8,7 @@ tf = pytest.importorskip("tensorflow")
 from tapeviz import examples  # noqa: E402
 from tapeviz.draw import figures, graph, layout, place  # noqa: E402
 from tapeviz.draw.options import View  # noqa: E402
-from tapeviz.state import view  # noqa: E402
+from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.ui import viewport  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from test_figures import overlaps, screen_of  # noqa: E402
@@ -22,7 +22,7 @@ def drawn():
     out = {}
     for name in ("mnist_step", "nan_hunt"):
         rec = recorder.record(examples.load(name).source)
-        state = view.opening(rec)
+        state = callouts.opening(rec)
         tape, call = view.parse_view(state["view"])
         G = graph.build(rec, View(tape=tape, call=call, fold=state["fold"], backward=state["backward"], group=state.get("group", graph.opens_grouped(rec))))
         out[name] = (G, layout.layered(G), graph.flow_norms(rec, tape, call, G))

@@ -9,7 +9,7 @@ import pytest
 from tapeviz.draw import graph
 from tapeviz.draw.options import View
 from tapeviz.words import markdown
-from tapeviz.state import share, view
+from tapeviz.state import inspector, share, view
 from tapeviz.recording import Recording
 from test_graph import keras_like, wxb
 
@@ -38,11 +38,11 @@ def test_a_compression_bomb_is_refused():
 def test_details_of_a_tensor_name_its_producer_consumers_and_line():
     rec, ids = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    d = view.details(rec, G, graph.tensor_node(ids["w"]))
+    d = inspector.details(rec, G, graph.tensor_node(ids["w"]))
     assert d.title == "w" and d.value == "2" and d.consumers and d.consumers[0].startswith("Mul")
-    x = view.details(rec, G, graph.tensor_node(ids["x"]))
+    x = inspector.details(rec, G, graph.tensor_node(ids["x"]))
     assert any(label == "gradient" and "not watched" in text for label, text in x.facts)
-    z = view.details(rec, G, graph.tensor_node(ids["z"]))
+    z = inspector.details(rec, G, graph.tensor_node(ids["z"]))
     assert z.producer.startswith("AddV2") and z.line == 4
 
 
@@ -51,16 +51,16 @@ def test_grouped_nodes_are_found_for_their_ops_and_offer_expansion():
     G = graph.build(rec, View(tape=1, group=True))
     relu = rec.tensor(ids["h"]).producer
     node = view.node_for_op(G, relu)
-    assert node.startswith("g:") and view.details(rec, G, node).group == "sequential/dense"
+    assert node.startswith("g:") and inspector.details(rec, G, node).group == "sequential/dense"
     assert graph.opens_grouped(rec) is False        # small: opens flat
     assert "sequential/dense" in graph.group_keys(rec)
 
 
 def test_code_excerpt_highlights_and_escapes_its_line():
     source = "a = 1\nif a < 2:\n    b = a\n"
-    out = view.code_html(source, 2, context=1)
+    out = inspector.code_html(source, 2, context=1)
     assert "a &lt; 2" in out and out.count("font-weight:700") == 1
-    assert view.code_html(source, 99) == "" and view.code_html(source, None) == ""
+    assert inspector.code_html(source, 99) == "" and inspector.code_html(source, None) == ""
 
 
 def test_markdown_text_stays_as_typed():

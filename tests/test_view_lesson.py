@@ -1,10 +1,10 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
-from tapeviz.words import reasons
+from tapeviz.words import eager_mode, problems, reasons, sentences, tapes
 from tapeviz.draw import graph
 from tapeviz.draw.options import View
 from tapeviz.words import markdown
-from tapeviz.state import view
+from tapeviz.state import callouts, inspector, view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
 from test_graph import Builder, o, t, wxb
 from test_graph_lesson import loop
@@ -27,23 +27,23 @@ def nested():
 
 
 def test_tapes_are_named_by_the_users_python_names():
-    assert view.tape_names(nested()) == {0: "outer_tape", 1: "inner_tape"}
+    assert tapes.tape_names(nested()) == {0: "outer_tape", 1: "inner_tape"}
     one_line = Recording(source="with tf.GradientTape() as t1, tf.GradientTape(watch_accessed_variables=False) as t2:\n")
     one_line.tapes = [Tape(id=i, line=1, persistent=False, watch_accessed_variables=True, parent=None)
                       for i in (4, 5)]
-    assert view.tape_names(one_line) == {4: "t1", 5: "t2"}
+    assert tapes.tape_names(one_line) == {4: "t1", 5: "t2"}
     anonymous = Recording(source="tape = tf.GradientTape()\n")
     anonymous.tapes = [Tape(id=2, line=1, persistent=False, watch_accessed_variables=True, parent=None)]
-    assert view.tape_names(anonymous) == {2: "tape 2"}
+    assert tapes.tape_names(anonymous) == {2: "tape 2"}
 
 
 def test_opens_on_the_gradient_call_with_the_none_result_and_picks_its_source():
     rec, ids = wxb()
     rec.source = "\n\nwith tf.GradientTape() as tape:\n"
     assert view.default_view(rec) == "call:1:0"
-    state = view.opening(rec)
+    state = callouts.opening(rec)
     assert state["view"] == "call:1:0" and state["focus"] == ids["x"] and state["fold"] is True
-    (callout,) = view.callouts(rec)
+    (callout,) = callouts.callouts(rec)
     assert "`x`'s gradient is None" in callout.text and "not watched" in callout.text and "line 7" in callout.text
     assert "`tape`" in callout.full and callout.view == "call:1:0"
 
@@ -58,21 +58,21 @@ def test_a_none_callout_says_the_reason_and_the_fix_in_short_words():
                                  targets=[ids["z"]], source=ids["x"])
     tp.gradients[0].results[2].none_reason = reason
     kind, fix = reason.split(":")[0], reason.split(". ")[-1].split(" (")[0]
-    (callout,) = view.callouts(rec)
+    (callout,) = callouts.callouts(rec)
     assert callout.text.startswith("**`x`'s gradient is None** (line 7): ")
     assert markdown.literal(kind) in callout.text and markdown.literal(fix) in callout.text
     assert len(callout.text) < 150 < len(callout.full)          # two lines of a 1280 px page
     assert markdown.literal(reason) in callout.full and "`z`" in callout.full
     # a reason with no separate fix is short already, and is kept whole
-    assert view.none_short("every gradient on the path to x is None.") == "every gradient on the path to x is None."
-    assert view.none_short("the path left TensorFlow at line 13 (`y = f(x.numpy())`): values. "
+    assert problems.none_short("every gradient on the path to x is None.") == "every gradient on the path to x is None."
+    assert problems.none_short("the path left TensorFlow at line 13 (`y = f(x.numpy())`): values. "
                            "Keep it in TensorFlow ops (tf.square, ...).") == \
         "the path left TensorFlow at line 13. Keep it in TensorFlow ops."
 
 
 def test_without_a_none_the_outermost_tapes_last_call_is_the_lesson():
     rec, _ = loop(10)
-    assert view.default_view(rec) == "call:1:0" and view.callouts(rec) == []
+    assert view.default_view(rec) == "call:1:0" and callouts.callouts(rec) == []
     choices = dict(view.view_choices(rec))
     assert list(choices)[0] == "call:1:0" and "gradient of y with respect to x" in choices["call:1:0"]
     assert view.parse_view("call:1:0") == (1, 0) and view.parse_view("tape:1") == (1, None)
@@ -84,8 +84,8 @@ def test_a_program_without_a_tape_opens_on_every_op_and_says_why():
     rec.tapes = []
     assert view.default_view(rec) == view.ALL_OPS
     assert view.view_choices(rec) == [(view.ALL_OPS, "every op the program ran")]
-    assert "no `tf.GradientTape`" in view.no_tape_sentence(rec)
-    assert view.branch_sentence(rec) == ""      # no `if` of this program read a tensor
+    assert "no `tf.GradientTape`" in eager_mode.no_tape_sentence(rec)
+    assert eager_mode.branch_sentence(rec) == ""      # no `if` of this program read a tensor
 
 
 FIZZ = """import tensorflow as tf
@@ -107,7 +107,7 @@ def test_python_branching_on_tensors_is_the_lesson_of_a_tapeless_program():
     b.op("Range", [b.tensor(kind="constant", value=3, dtype="int32")], line=3)
     for line in (4, 6, 4, 6, 4, 6):
         b.op("FloorMod", [n, b.tensor(kind="constant", value=3, dtype="int32")], line=line)
-    said = view.no_tape_sentence(b.rec)
+    said = eager_mode.no_tape_sentence(b.rec)
     assert said.startswith("Python branched on tensors' values: the `for` on line 3 and the "
                            "`if`/`elif` on lines 4 and 6 read each result as soon as its op ran.")
     assert "dynamic control flow" in said and "no `tf.GradientTape`" in said
@@ -119,7 +119,7 @@ def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
     dw_op = rec.op(rec.tensor(ids["dw"]).producer)
     dw_op.call, dw_op.line = 0, 7
     rec.alerts = [Alert(kind="nan", op=dw_op.id, tensor=ids["dw"], line=7, phase="backward")]
-    nan = view.callouts(rec)[-1]
+    nan = callouts.callouts(rec)[-1]
     assert nan.view == "call:1:0" and nan.backward and nan.tensor == ids["dw"]
     assert nan.text.startswith("**NaN** first appeared at line 7")
     G = graph.build(rec, View(tape=1, call=0, backward=True))
@@ -128,7 +128,7 @@ def test_a_nan_born_in_the_backward_pass_opens_its_call_with_the_backward_ops():
     # gradient of tf.sqrt
     assert nan.text.endswith("backward pass, made by `*`."), nan.text
     dw_op.type = "SqrtGrad"
-    assert view.callouts(rec)[-1].text.endswith("made by the gradient of `tf.sqrt`.")
+    assert callouts.callouts(rec)[-1].text.endswith("made by the gradient of `tf.sqrt`.")
 
 
 def test_a_gradient_holding_a_nan_says_nan_not_the_size_of_its_finite_part():
@@ -155,7 +155,7 @@ def test_a_fold_offers_unfolding_in_the_inspector():
     rec, _ = loop(10)
     G = graph.build(rec, View(tape=1, call=0))
     fold = next(n for n, d in G.nodes(data=True) if d["kind"] == graph.REPEAT)
-    d = view.details(rec, G, fold)
+    d = inspector.details(rec, G, fold)
     assert d.unfold == fold and "×10" in d.title
 
 
@@ -186,7 +186,7 @@ def steps_loop(n, kept_from):
 def test_a_long_loop_opens_on_its_newest_step_that_kept_its_ops():
     rec = steps_loop(5, kept_from=3)
     assert view.default_view(rec) == "call:4:0" and view.default_tape(rec) == 4
-    assert view.opening(rec)["view"] == "call:4:0"
+    assert callouts.opening(rec)["view"] == "call:4:0"
     G = graph.build(rec, View(tape=4, call=0))
     assert any(d["kind"] == "op" for _, d in G.nodes(data=True)), "its picture has its ops"
     choices = dict(view.view_choices(rec))
@@ -224,7 +224,7 @@ def three_calls():
 def test_every_call_of_a_tape_on_one_target_is_one_picture():
     rec, ids = three_calls()
     assert view.default_view(rec) == "calls:1" and view.parse_view("calls:1") == (1, graph.ALL_CALLS)
-    state = view.opening(rec)
+    state = callouts.opening(rec)
     assert state["focus"] == ids["x"], "the None is still the one picked"
     choices = dict(view.view_choices(rec))
     assert choices["calls:1"] == "every gradient of z: x, w, b (tape 1.gradient, lines 7–9)"
@@ -245,15 +245,15 @@ def test_a_failed_second_call_opens_on_the_call_that_worked_and_says_the_tape_wa
                                                   error="RuntimeError: A non-persistent GradientTape can only "
                                                         "be used to compute one set of gradients")]
     assert view.default_view(rec) == "call:1:0"
-    (freed,) = view.callouts(rec)
+    (freed,) = callouts.callouts(rec)
     assert freed.view == "call:1:0" and "line 9 failed" in freed.text
     assert "freed its recording after the call at line 8" in freed.text
     # the run's error is that call's: the callout states it, so its full box folds away
     from tapeviz.recording import Error
     rec.error = Error(type="RuntimeError", message="A non-persistent GradientTape ...", line=9)
-    assert view.error_called_out(rec)
+    assert callouts.error_called_out(rec)
     rec.error.line = 12     # an error of another line has no callout: shown in full
-    assert not view.error_called_out(rec)
+    assert not callouts.error_called_out(rec)
 
 
 def test_one_sentence_says_what_the_picture_shows():
@@ -383,9 +383,9 @@ def test_expressions_keep_their_brackets():
     a, c = b.tensor("a", "constant", value=1.0), b.tensor("c", "constant", value=2.0)
     s = b.op("AddV2", [a, c])
     d = b.op("Sub", [a, b.op("Sub", [c, a])])
-    assert view.expression(b.rec, b.op("Mul", [s, c], name="m")) == "(a + c)·c"
-    assert view.expression(b.rec, d) == "a - (c - a)"
-    assert view.expression(b.rec, b.op("Square", [s])) == "(a + c)²"
+    assert sentences.expression(b.rec, b.op("Mul", [s, c], name="m")) == "(a + c)·c"
+    assert sentences.expression(b.rec, d) == "a - (c - a)"
+    assert sentences.expression(b.rec, b.op("Square", [s])) == "(a + c)²"
 
 
 def two_files():
@@ -413,15 +413,15 @@ def test_an_op_in_another_file_is_quoted_from_that_file():
     G = graph.build(rec, View(tape=1))
     node = o(rec, mean)
     assert G.nodes[node]["label"] == "tf.reduce_mean"     # read off the module's line, not main.py's
-    where, excerpt = view.excerpt_for(rec, G, node, context=0)
+    where, excerpt = inspector.excerpt_for(rec, G, node, context=0)
     assert where == "line 3 of mylib/model.py"
     assert "tf.reduce_mean" in excerpt and "tf.Variable" not in excerpt
     assert view.step_words(G, node) == markdown.literal("tf.reduce_mean (forward, line 3 of mylib/model.py)")
     assert dict(view.node_choices(G))[node].endswith("line 3 of mylib/model.py)")
-    assert view.details(rec, G, node).file == "mylib/model.py"
+    assert inspector.details(rec, G, node).file == "mylib/model.py"
     # the editor holds main.py: its line 3 is not the op's, so nothing is marked there
-    assert view.editor_line(rec, G, node) is None
-    assert view.editor_line(rec, G, t(rec.tensors[0].id)) == 3       # w is main.py's line 3
+    assert inspector.editor_line(rec, G, node) is None
+    assert inspector.editor_line(rec, G, t(rec.tensors[0].id)) == 3       # w is main.py's line 3
 
 
 def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
@@ -447,11 +447,11 @@ def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
     rec = Recording(source="for step in range(313):\n    with tf.GradientTape() as tape:\n")
     rec.tapes = [Tape(id=i, line=2, persistent=False, watch_accessed_variables=True, parent=None,
                       file="program.py") for i in range(20)]
-    assert view.loop_words(rec, rec.tapes[-1]).startswith(
+    assert tapes.loop_words(rec, rec.tapes[-1]).startswith(
         "one step of a loop whose `with` ran ×20 steps: step 20")
     rec.skipped = {"keep_steps": 20, "file": "program.py", "line": 2, "loop_tapes": 313,
                    "recorded": 20, "note": "steps 21–313 of the loop at line 2 ran uninstrumented"}
-    assert view.loop_words(rec, rec.tapes[-1]).startswith(
+    assert tapes.loop_words(rec, rec.tapes[-1]).startswith(
         "one step of a loop whose `with` ran ×313 steps: step 20")
     assert notes.skipped_note(rec.skipped).startswith("**Later steps:** steps 21–313")
     assert notes.skipped_note({"tapes": "100:102", "note": "x"}).startswith("**--tapes:**")

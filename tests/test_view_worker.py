@@ -11,7 +11,7 @@ import pytest
 from tapeviz.draw import graph
 from tapeviz.draw.options import View
 from tapeviz.words import values
-from tapeviz.state import view
+from tapeviz.state import callouts, inspector, view
 from tapeviz.recording import Recording
 from tapeviz.server import runner
 from tapeviz.server.config import Limits
@@ -101,7 +101,7 @@ def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
     tape, call = view.parse_view(view.default_view(rec))
     chosen = graph.gradient_call(rec, tape, call)
     assert chosen.error is None and rec.tensor(chosen.results[0].grad).value == pytest.approx(float(printed.split("=")[1]))
-    freed = [c for c in view.callouts(rec) if "freed its recording" in c.text]
+    freed = [c for c in callouts.callouts(rec) if "freed its recording" in c.text]
     assert freed and freed[0].view == view.default_view(rec)
 
 
@@ -161,10 +161,10 @@ def test_a_projects_ops_are_quoted_from_their_own_files(tmp_path):
     mean = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "Mean")
     line = line_of(folder, "trainer/losses.py", "tf.reduce_mean")
     assert G.nodes[mean]["label"] == "tf.reduce_mean"
-    where, excerpt = view.excerpt_for(rec, G, mean, context=0)
+    where, excerpt = inspector.excerpt_for(rec, G, mean, context=0)
     assert where == f"line {line} of trainer/losses.py"
     assert "return tf.reduce_mean(tf.square(err))" in excerpt
-    assert view.editor_line(rec, G, mean) is None      # main.py's line of that number is not it
+    assert inspector.editor_line(rec, G, mean) is None      # main.py's line of that number is not it
     assert f"line {line} of trainer/losses.py" in dict(view.node_choices(G))[mean]
 
 

@@ -6,8 +6,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
-from tapeviz.words import values  # noqa: E402
-from tapeviz.state import view  # noqa: E402
+from tapeviz.words import eager_mode, values  # noqa: E402
+from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from test_recorder import TAPE_IN_A_TF_FUNCTION, run_plain  # noqa: E402
 
@@ -46,7 +46,7 @@ def plain_losses():
 def test_a_training_loops_sentence_says_how_its_loss_went_over_the_steps():
     # The loss chart is far below the fold; the sentence above the graph says the trend.
     rec = recorder.record(LINEAR)
-    said = view.sentence(rec, view.opening(rec)["view"])
+    said = view.sentence(rec, callouts.opening(rec)["view"])
     losses = plain_losses()
     assert losses[-1] < losses[0]
     first, last = (values.number_text(x).replace(".", "\\.") for x in (losses[0], losses[-1]))
@@ -56,12 +56,12 @@ def test_a_training_loops_sentence_says_how_its_loss_went_over_the_steps():
 def test_a_tape_opened_once_says_no_trend():
     rec = recorder.record("import tensorflow as tf\nw = tf.Variable(3.0)\nwith tf.GradientTape() as tape:\n"
                           "    y = w * w\ng = tape.gradient(y, w)\n")
-    assert "Over the" not in view.sentence(rec, view.opening(rec)["view"])
+    assert "Over the" not in view.sentence(rec, callouts.opening(rec)["view"])
 
 
 def test_tf1_code_is_said_to_build_a_graph_and_the_eager_line_to_run_at_once():
     rec = recorder.record(TF1)
-    said = view.no_tape_sentence(rec)
+    said = eager_mode.no_tape_sentence(rec)
     eager = float(tf.constant(3.0) * tf.constant(5.0))     # what the eager line gives
     assert said.startswith("Lines 3–8 are TensorFlow 1's way")
     assert "`sess.run`" in said and "none of them is drawn" in said
@@ -70,8 +70,8 @@ def test_tf1_code_is_said_to_build_a_graph_and_the_eager_line_to_run_at_once():
 
 def test_eager_code_alone_says_nothing_of_tf1():
     rec = recorder.record("import tensorflow as tf\nprint(tf.add(1, 2))\n")
-    assert view.session_sentence(rec) == ""
-    said = view.no_tape_sentence(rec)
+    assert eager_mode.session_sentence(rec) == ""
+    said = eager_mode.no_tape_sentence(rec)
     assert said.startswith("Each op ran the moment Python reached it") and "NumPy" not in said
 
 
@@ -90,7 +90,7 @@ def test_numpy_interop_is_said_since_it_runs_no_op_to_draw():
     # the reference: plain TF hands NumPy an array; the recorder saw only tf.add's op
     assert type(names["doubled"]) is np.ndarray and type(names["back"]) is np.ndarray
     assert [op.line for op in rec.ops] == [4]
-    said = view.no_tape_sentence(rec)
+    said = eager_mode.no_tape_sentence(rec)
     assert "`np.multiply` on line 5 and `.numpy()` on line 6 read tensors as NumPy arrays" in said
 
 
@@ -99,7 +99,7 @@ def test_a_tape_traced_in_a_tf_function_says_what_each_eager_call_returned():
     # Inside the graph there are no values; each call of the function is one eager op whose
     # answer (d(x²)/dx at 2, at 3) is the lesson, not a blank "grad".
     rec = recorder.record(TAPE_IN_A_TF_FUNCTION)
-    said = view.sentence(rec, view.opening(rec)["view"])
+    said = view.sentence(rec, callouts.opening(rec)["view"])
     names, _ = run_plain(TAPE_IN_A_TF_FUNCTION)
     two, three = (values.number_text(float(names["grad_of_square"](tf.constant(x)))) for x in (2.0, 3.0))
     assert (f"Called eagerly on line 8, `grad_of_square(2)` returned {two} and on line 9, "
@@ -114,5 +114,5 @@ def test_nested_tapes_say_both_derivatives_the_guide_prints():
     rec = recorder.record(program)
     names, _ = run_plain(program)
     first, second = (values.number_text(float(names[n])) for n in ("dy_dx", "d2y_dx2"))
-    said = view.sentence(rec, view.opening(rec)["view"]).replace("\\", "")
+    said = view.sentence(rec, callouts.opening(rec)["view"]).replace("\\", "")
     assert f"so dy/dx = {first} and d²y/dx² = {second} at x = 1." in said

@@ -27,7 +27,7 @@ from .. import recording_gate as gate
 from ..draw import graph, run_figures
 from ..recording import Recording
 from ..words.markdown import code, literal
-from . import share, view
+from . import callouts, share, view
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -243,7 +243,7 @@ class DebuggerState:
         steps = [k for k in self.widgets if str(k).startswith(STEP_PREFIX)]
         for key in [*VIEW_WIDGETS, *steps]:
             self.widgets.pop(key, None)
-        opening = view.opening(rec)      # widget values, and two of this object's own
+        opening = callouts.opening(rec)      # widget values, and two of this object's own
         self.focus = opening.pop("focus", None)
         self.unfold = opening.pop("unfold")
         self.graph_seen = ()

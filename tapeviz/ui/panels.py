@@ -15,8 +15,8 @@ from .. import examples, printed
 from ..draw import figures, graph, run_figures
 from ..draw.options import View
 from ..recording import Recording
-from ..state import opened, share, view
-from ..words import notes
+from ..state import callouts, inspector, opened, share, view
+from ..words import eager_mode, notes, picture, tapes
 from ..words.markdown import literal
 from . import charts, drawing, viewport
 
@@ -31,12 +31,12 @@ def show_error(rec: Recording) -> None:
     """The run's error with its line, the line in the program, and a hint. An error a
     callout already states (a failed gradient call) folds away, its hint kept: repeated in
     full it pushed the graph below the fold at 1280x720."""
-    called_out = view.error_called_out(rec)
+    called_out = callouts.error_called_out(rec)
     where = st.expander("The error in full, with its line") if called_out else st.container()
     where.error(notes.error_line(rec))
     if rec.error.line:     # quoted from the file it was raised in, a module of the project too
         source = opened.source_of(rec, rec.error.file)
-        where.markdown(view.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
+        where.markdown(inspector.code_html(source, rec.error.line, context=2), unsafe_allow_html=True)
     if hint := notes.hint(rec):
         st.info(hint)
     if rec.ops and not called_out:
@@ -106,7 +106,7 @@ def _view_switches(state, rec: Recording) -> tuple:
     if rec.tapes:
         key = controls.selectbox("Show", list(choices), format_func=choices.get, key="view")
     else:
-        st.info(view.no_tape_sentence(rec))
+        st.info(eager_mode.no_tape_sentence(rec))
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     calling = call_index is not None
@@ -142,7 +142,7 @@ def _step_slider(rec: Recording, G, key: str, order: list) -> tuple:
                   key=f"step:{key}")
     current = order[k - 1]
     st.caption(f"Step {k} of {len(order)}: {view.step_words(G, current)}")
-    where, excerpt = view.excerpt_for(rec, G, current, context=0)   # the op's own file
+    where, excerpt = inspector.excerpt_for(rec, G, current, context=0)   # the op's own file
     if excerpt:
         st.markdown(excerpt, unsafe_allow_html=True)
     visible = view.revealed(G, current) if k < len(order) else None
@@ -175,12 +175,12 @@ def show_graph(state, rec: Recording):
     fig = drawing.figure(G, pos, state.run_id, showing, flow=flow, visible=visible)
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
-    st.caption(view.legend_text(rec, key) + " " + view.drawn_words(len(order), G.number_of_nodes() - len(order))
+    st.caption(view.legend_text(rec, key) + " " + picture.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
     viewport.measure(f"{state.run_id} {key}")
     if call_index is None and tape is not None:
-        st.caption(view.tape_summary(rec, tape))
+        st.caption(tapes.tape_summary(rec, tape))
     if call_index is not None:
         chosen = graph.gradient_call(rec, tape, call_index)
         for note in (chosen.error, chosen.warning, chosen.note):
@@ -198,7 +198,7 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
     node = st.session_state.pick
     if node is None:
         return
-    d = view.details(rec, G, node, flow)
+    d = inspector.details(rec, G, node, flow)
     info, code = st.columns([1, 1])
     info.markdown(notes.inspector(d))
     if d.value is not None:
@@ -213,8 +213,8 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
         code.markdown(notes.made_by(d.producer))
     if d.consumers:
         code.markdown(notes.used_by(d.consumers))
-    state.pick_line = view.editor_line(rec, G, node)     # marked in the editor: program lines only
-    where, excerpt = view.excerpt_for(rec, G, node)        # quoted from the op's own file
+    state.pick_line = inspector.editor_line(rec, G, node)     # marked in the editor: program lines only
+    where, excerpt = inspector.excerpt_for(rec, G, node)        # quoted from the op's own file
     if excerpt:
         code.markdown(f"**{literal(where, 300)}**:")
         code.markdown(excerpt, unsafe_allow_html=True)

@@ -1,4 +1,3 @@
-"""Every sentence a reader meets, built from plain data: why a gradient is None and error
-hints (reasons), ops in the Python that made them (spelling), numbers as Python prints them
-(values), the notes about a recording (notes), and markdown that shows text as typed
-(markdown). No Streamlit, no TensorFlow."""
+"""Every sentence a reader meets, built from plain data: over a view (sentences, tapes, picture,
+eager_mode), about problems and the recording (problems, notes, reasons), and its parts (spelling,
+values, markdown). No Streamlit, no TensorFlow; the caller says what a view draws."""

@@ -61,7 +61,7 @@ def opened_caption(name: str, rec: Optional[Recording]) -> str:
 
 
 def inspector(details) -> str:
-    """The inspector's heading and facts for one node (view.Details)."""
+    """The inspector's heading and facts for one node (state.inspector.Details)."""
     facts = "\n".join(f"- **{literal(label, 80)}**: {literal(text, 500)}"
                       for label, text in details.facts)
     return f"### {literal(details.title, 200)}\n*{literal(details.kind, 80)}*\n\n{facts}"

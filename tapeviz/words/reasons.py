@@ -1,8 +1,6 @@
-"""Plain-language explanations: why a gradient came out None, and hints for errors.
-
-TensorFlow-free: it reads the recording's ops, tensors and tapes (plain data)
-and the program text, so the app and the recorder can both use it.
-"""
+"""Plain-language explanations: why a gradient came out None, and hints for errors. No
+TensorFlow: it reads the recording's ops, tensors and tapes (plain data) and the program
+text, so the app and the recorder can both use it."""
 from __future__ import annotations
 
 import difflib
@@ -33,9 +31,7 @@ def _label(t: Optional[Tensor], fallback: str = "this source") -> str:
 
 
 def _line_text(lines: Sequence[str], line: Optional[int]) -> str:
-    if line and 0 < line <= len(lines):
-        return lines[line - 1].strip()
-    return ""
+    return lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
 
 
 def _at(line: Optional[int]) -> str:
@@ -47,10 +43,7 @@ class _Graph:
 
     def __init__(self, ops: Iterable[Op]):
         self.ops = list(ops)
-        self.producer = {}
-        for op in self.ops:
-            for t in op.outputs:
-                self.producer[t] = op
+        self.producer = {t: op for op in self.ops for t in op.outputs}
 
     def ancestors(self, targets: Iterable[int]) -> set:
         """Tensor ids that the targets were computed from (targets included)."""
@@ -368,7 +361,6 @@ PERSISTENT_INSIDE_HINT = ("gradient() was called inside the `with` block of a pe
                           "tape records the gradient computation too, which costs time and "
                           "memory. Call it after the block, unless you want higher-order "
                           "derivatives.")
-
 
 TORCH_HINT = ("tapeviz runs TensorFlow 2 only, so PyTorch is not installed here. The tape "
               "version of PyTorch's `loss.backward()` then `w.grad` is: `with "

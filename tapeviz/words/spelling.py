@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+# A variable's read: the words count it with its variable (`w`), as the graph draws it
+READ_VARIABLE = "ReadVariableOp"
+
 # op type: the Python spellings that make it, the usual one first. An op's own line picks
 # among them (`tf.multiply(a, b)` rather than `*`); a line naming none gets the first.
 PYTHON = {

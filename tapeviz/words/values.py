@@ -1,6 +1,6 @@
 """Numbers and tensors as a reader meets them: values as Python prints them, a gradient's
-size in words, a tensor's name, a line's place. Used by the graph's labels, the sentences
-and the inspector alike. No Streamlit, no TensorFlow.
+size in words, a tensor's or an op's name, a line's place, a list said as a sentence says it.
+Used by the graph's labels, the sentences and the inspector alike. No Streamlit, no TensorFlow.
 """
 from __future__ import annotations
 
@@ -17,9 +17,30 @@ def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
 
 def place_words(program: Optional[str], file: Optional[str], line: Optional[int]) -> str:
     """line_words for a drawn graph, whose G.graph["program"] is the recording's program."""
-    if file and program and file != program:
+    if not _of_program(program, file):
         return f"line {line} of {file}"
     return f"line {line}"
+
+
+def in_program(rec: Recording, file: Optional[str]) -> bool:
+    """Whether a line of `file` is a line of the program the editor holds (not a module of it)."""
+    return _of_program(rec.program, file)
+
+
+def _of_program(program: Optional[str], file: Optional[str]) -> bool:
+    return not file or not program or file == program
+
+
+def lines_words(lines: list) -> str:
+    """"line 7", "lines 9 and 11", "lines 9, 11 and 13"."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    return f"lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
+
+
+def and_list(parts: list) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def norm_words(grad: str, norm) -> str:
@@ -102,6 +123,12 @@ def tensor_brief(rec: Recording, t: int) -> str:
     return (info.name or f"t{t}") + f" {list(info.shape)}"
 
 
+def op_brief(rec: Recording, op) -> str:
+    """An op for lists of producers and consumers: "Mul (op 3, forward, line 4)"."""
+    where = f", {line_words(rec, op.file, op.line)}" if op.line is not None else ""
+    return f"{op.function or op.type} (op {op.id}, {op.phase}{where})"
+
+
 def shape_text(shape) -> str:
     if not shape:
         return ""
@@ -121,14 +148,18 @@ def number_text(x, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def numbers_text(value) -> str:
+_NON_FINITE = ("nan", "inf", "-inf")     # how the recording writes them (encode_float)
+
+
+def numbers_text(value, rows: bool = False) -> str:
+    """A recorded value as Python prints it: numbers by number_text, lists in brackets (with
+    `rows`, a matrix a row per line, as the inspector shows it), a string tensor's own text
+    quoted. Among strings only the recording's "nan", "inf" and "-inf" are numbers."""
     if isinstance(value, list):
-        return "[" + ", ".join(numbers_text(v) for v in value) + "]"
+        joint = ",\n " if rows and value and all(isinstance(v, list) for v in value) else ", "
+        return "[" + joint.join(numbers_text(v, rows) for v in value) + "]"
     if isinstance(value, bool) or value is None:
         return str(value)
-    if isinstance(value, (int, float, str)):
-        try:
-            return number_text(value)
-        except ValueError:     # a string tensor's own value
-            return repr(value)
-    return str(value)
+    if isinstance(value, (int, float)) or value in _NON_FINITE:
+        return number_text(value)
+    return repr(value)
