@@ -211,7 +211,7 @@ def run_to_figure(pool, source: str) -> tuple:
 
 
 def big_figures(pool, n: int) -> None:
-    from tapeviz.draw import figures, graph, layout
+    from tapeviz.draw import figures, gradient_flow, graph, layout
     from tapeviz.draw.options import View
     from tapeviz.recording import Recording
     rec = Recording.from_dict(pool.record(LOOP.replace("N", str(n // 2)), timeout=120))
@@ -220,7 +220,7 @@ def big_figures(pool, n: int) -> None:
                     {"tape": 0, "fold": False}, {"tape": 0, "call": 0, "fold": False}):
         t0 = time.perf_counter()
         G = graph.build(rec, View(**options))
-        flow = graph.flow_norms(rec, 0, 0, G) if "call" in options else None
+        flow = gradient_flow.flow_norms(rec, 0, 0, G) if "call" in options else None
         t1 = time.perf_counter()
         pos = layout.layered(G)
         t2 = time.perf_counter()

@@ -3,7 +3,7 @@ import pathlib
 
 import plotly.graph_objects as go
 
-from tapeviz.draw import figures, graph, layout, nodes, place
+from tapeviz.draw import figures, gradient_flow, graph, layout, nodes, place
 from tapeviz.draw.options import View
 from tapeviz.recording import FlowEntry
 from test_graph import chain, keras_like, wxb
@@ -89,7 +89,7 @@ def test_hover_text_is_html_with_line_breaks():
 def test_flow_colours_nodes_and_shows_a_colour_bar():
     rec, ids = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    flow = graph.flow_norms(rec, 1, 0, G)
+    flow = gradient_flow.flow_norms(rec, 1, 0, G)
     fig = figures.op_graph(G, layout.layered(G), flow=flow)
     bars = [tr for tr in fig.data if tr.marker is not None and tr.marker.showscale]
     assert len(bars) == 1 and bars[0].marker.colorscale
@@ -110,7 +110,7 @@ def test_a_small_flow_graph_needs_no_webgl():
     whole chart: about 0.2 s of every draw in Chromium. A small graph is all SVG."""
     rec, _ = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
+    fig = figures.op_graph(G, layout.layered(G), flow=gradient_flow.flow_norms(rec, 1, 0, G))
     assert G.number_of_nodes() <= figures.SVG_NODES
     assert {tr.type for tr in fig.data} == {"scatter"}
     assert any(tr.marker is not None and tr.marker.showscale for tr in fig.data)   # colour bar
@@ -123,7 +123,7 @@ def test_zero_and_non_finite_norms_stand_apart():
     flow[:] = [FlowEntry(ids["w"], "nan"), FlowEntry(ids["wx"], "inf"), FlowEntry(ids["b"], 0.0),
                FlowEntry(ids["z"], 1.0)]
     G = graph.build(rec, View(tape=1))
-    fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
+    fig = figures.op_graph(G, layout.layered(G), flow=gradient_flow.flow_norms(rec, 1, 0, G))
     colours = {n: c for tr in node_traces(fig) for n, c in zip(tr.customdata, tr.marker.color)}
     assert colours[graph.tensor_node(ids["w"])] == colours[graph.tensor_node(ids["wx"])] \
         == figures.NON_FINITE_AT
@@ -205,7 +205,7 @@ def test_to_html_is_standalone():
 def test_flow_legend_colours_match_the_nodes_rims():
     rec, ids = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    fig = figures.op_graph(G, layout.layered(G), flow=graph.flow_norms(rec, 1, 0, G))
+    fig = figures.op_graph(G, layout.layered(G), flow=gradient_flow.flow_norms(rec, 1, 0, G))
     shown = [tr for tr in fig.data if tr.showlegend is not False and tr.name]
     assert all(tr.customdata is None for tr in shown), "coloured node traces must not be in the legend"
     rims = {tr.name: tr.marker.line.color for tr in shown if tr.marker.line.color}
@@ -242,7 +242,7 @@ def test_no_colour_bar_invents_a_range_when_every_gradient_is_one_size():
 def test_the_figure_is_built_for_its_legend_and_keeps_the_labels_room_without_it():
     rec, _ = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    pos, flow = layout.layered(G), graph.flow_norms(rec, 1, 0, G)
+    pos, flow = layout.layered(G), gradient_flow.flow_norms(rec, 1, 0, G)
     with_legend, without = (figures.op_graph(G, pos, View(legend=shown, height=420), flow=flow)
                             for shown in (True, False))
     assert with_legend.layout.showlegend and not without.layout.showlegend

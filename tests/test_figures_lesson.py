@@ -2,7 +2,7 @@
 large text, and a step-through that reveals without moving anything."""
 import pytest
 
-from tapeviz.draw import arrows, figures, graph, layout, place
+from tapeviz.draw import arrows, figures, gradient_flow, graph, layout, place
 from tapeviz.draw.options import View
 from tapeviz.words import values
 from test_graph import Builder, keras_like, o, t, wxb
@@ -25,7 +25,7 @@ def cube():
 def drawn(rec, **kw):
     G = graph.build(rec, View(**kw))
     pos = layout.layered(G)
-    flow = graph.flow_norms(rec, kw.get("tape"), kw["call"], G) if kw.get("call") is not None else None
+    flow = gradient_flow.flow_norms(rec, kw.get("tape"), kw["call"], G) if kw.get("call") is not None else None
     return G, pos, figures.op_graph(G, pos, flow=flow)
 
 

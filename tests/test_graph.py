@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from tapeviz.draw import graph
+from tapeviz.draw import gradient_flow, graph
 from tapeviz.draw.options import View
 from tapeviz.recording import (BACKWARD, FlowEntry, GradientCall, GradResult, Op, Recording, Stats,
                                Tape, Tensor)
@@ -213,7 +213,7 @@ def test_upto_op_replays_a_prefix():
 def test_flow_norms_for_tensors_and_ops():
     rec, ids = wxb()
     rec.tapes[0].gradients[0].flow.append(FlowEntry(ids["u"], "nan"))
-    norms = graph.flow_norms(rec, 1, 0)
+    norms = gradient_flow.flow_norms(rec, 1, 0)
     assert norms[t(ids["w"])] == 3.0 and norms[t(ids["z"])] == 1.0
     assert norms[o(rec, ids["wx"])] == 1.0          # an op shows the gradient at its output
     assert math.isnan(norms[t(ids["u"])])
@@ -269,7 +269,7 @@ def test_group_flow_norm_is_the_largest_of_its_ops():
     call.flow = [FlowEntry(ids["k1"], 0.5), FlowEntry(ids["h"], 2.0), FlowEntry(ids["y"], 1.0),
                  FlowEntry(ids["loss"], 1.0)]
     G = graph.build(rec, View(tape=1))
-    norms = graph.flow_norms(rec, 1, 0, G)
+    norms = gradient_flow.flow_norms(rec, 1, 0, G)
     assert norms["g:forward:sequential/dense"] == 2.0 and norms["g:forward:sequential/dense_1"] == 1.0
     assert set(norms) <= set(G)
 

@@ -2,7 +2,7 @@
 and the ops an unwatched input kept off the tape. Hand-built recordings, no TensorFlow."""
 import pytest
 
-from tapeviz.draw import graph
+from tapeviz.draw import fold, gradient_flow, graph
 from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
@@ -39,7 +39,7 @@ def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
     # the loop's partial sums are folded away; x, the final y and the folds remain
     assert G.number_of_nodes() == 4
     add = next(n for n, d in folds.items() if d["op_type"] == "AddV2")
-    assert add.startswith(graph.FOLD_PREFIX)
+    assert add.startswith(fold.FOLD_PREFIX)
     low, high = folds[add]["range"]
     assert low == pytest.approx(0.001) and high == pytest.approx(3.0)
     assert G.has_edge(t(ids["x"]), next(n for n in folds if n != add))
@@ -57,7 +57,7 @@ def test_unfolding_a_fold_shows_every_op():
 
 def test_a_few_repeats_stay_unfolded():
     # y = x * x * x: two Muls on one line are the lesson, not a loop
-    rec, _ = loop(graph.FOLD_AT - 1)
+    rec, _ = loop(fold.FOLD_AT - 1)
     G = graph.build(rec, View(tape=1))
     assert not any(d["kind"] == graph.REPEAT for _, d in G.nodes(data=True))
 
@@ -142,7 +142,7 @@ def test_fold_flow_is_the_largest_of_its_ops():
     rec, ids = loop(6)
     rec.tapes[0].gradients[0].flow.append(FlowEntry(rec.ops[-1].outputs[0], 1.0))
     G = graph.build(rec, View(tape=1, call=0))
-    flow = graph.flow_norms(rec, 1, 0, G)
+    flow = gradient_flow.flow_norms(rec, 1, 0, G)
     add = next(n for n, d in G.nodes(data=True) if d.get("op_type") == "AddV2")
     assert flow[add] == 1.0
 

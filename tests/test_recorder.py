@@ -839,7 +839,7 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     """Without --eager, a tape in a @tf.function shows the ops TensorFlow built into the
     function's graph in its block and gradient call, in the order, types and shapes of the
     graph plain TensorFlow builds; the graph itself, the results and the output unchanged."""
-    from tapeviz.draw import graph, overview
+    from tapeviz.draw import gradient_flow, graph, overview
     from tapeviz.draw.options import View
     from tapeviz.state import view
     plain, out = run_plain(TRACED_STEP)
@@ -866,7 +866,7 @@ def test_a_traced_tape_shows_the_ops_traced_into_its_graph():
     (call,) = tape.gradients
     assert [rec.tensor(t).name for t in call.target] == ["loss"] and call.line == 9
     assert [rec.tensor(r.grad).shape for r in call.results] == [[2, 1], []]
-    assert graph.flow_norms(rec, tape.id, 0) is None, "no flow was computed: nothing to colour"
+    assert gradient_flow.flow_norms(rec, tape.id, 0) is None, "no flow was computed: nothing to colour"
     said = view.sentence(rec, view.default_view(rec))
     assert "was traced into tf.function `train_step`" in said and "`w`: grad 2×1" in said
     fig = overview.figure(rec, tape=tape.id, call=0)

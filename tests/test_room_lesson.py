@@ -6,7 +6,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
-from tapeviz.draw import figures, graph, layout, place  # noqa: E402
+from tapeviz.draw import figures, gradient_flow, graph, layout, place  # noqa: E402
 from tapeviz.draw.options import View  # noqa: E402
 from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.ui import viewport  # noqa: E402
@@ -25,7 +25,7 @@ def drawn():
         state = callouts.opening(rec)
         tape, call = view.parse_view(state["view"])
         G = graph.build(rec, View(tape=tape, call=call, fold=state["fold"], backward=state["backward"], group=state.get("group", graph.opens_grouped(rec))))
-        out[name] = (G, layout.layered(G), graph.flow_norms(rec, tape, call, G))
+        out[name] = (G, layout.layered(G), gradient_flow.flow_norms(rec, tape, call, G))
     return out
 
 

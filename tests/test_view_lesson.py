@@ -1,7 +1,7 @@
 """view: what the debugger opens on (the lesson's view, tapes by their Python names, callouts
 for None/NaN/Inf) and how a step reveals, from hand-built recordings; no Streamlit, no TF."""
 from tapeviz.words import eager_mode, problems, reasons, sentences, tapes
-from tapeviz.draw import graph
+from tapeviz.draw import gradient_flow, graph
 from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import callouts, inspector, view
@@ -233,7 +233,7 @@ def test_every_call_of_a_tape_on_one_target_is_one_picture():
     grads = {G.nodes[t(ids[n])]["grad_text"] for n in ("w", "b", "x")}
     assert grads == {"grad 3", "grad 1", "grad None"}
     assert "not watched" in G.nodes[t(ids["x"])]["none_reason"]
-    flow = graph.flow_norms(rec, 1, graph.ALL_CALLS, G)
+    flow = gradient_flow.flow_norms(rec, 1, graph.ALL_CALLS, G)
     assert flow[t(ids["w"])] == 3.0 and flow[t(ids["z"])] == 1.0
 
 

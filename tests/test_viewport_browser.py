@@ -36,7 +36,7 @@ def drawn_boxes(recording, chart_width, height=None):
     """The page's opening view drawn as the page draws it for a chart `chart_width` px wide
     (and `height` px tall when the page fitted it to the window): (how many
     labels, how many of its folded-loop and layer boxes are named)."""
-    from tapeviz.draw import figures, graph, layout, overview
+    from tapeviz.draw import figures, gradient_flow, graph, layout, overview
     from tapeviz.draw.options import View
     from tapeviz.state import view
     rec = overview.as_recording(json.loads((recording / "run.json").read_text()))
@@ -44,7 +44,7 @@ def drawn_boxes(recording, chart_width, height=None):
     showing = View(tape=tape, call=call, group=graph.opens_grouped(rec), legend=False, width=chart_width,
                    height=height)
     G = graph.build(rec, showing)
-    flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
+    flow = gradient_flow.flow_norms(rec, tape, call, G) if call is not None else None
     fig = figures.op_graph(G, layout.layered(G), showing, flow=flow)
     texts = {n: t for tr in fig.data if tr.customdata is not None and tr.text is not None
              for n, t in zip(tr.customdata, tr.text) if t}

@@ -1,7 +1,8 @@
 """Recording -> networkx graph of what ran: tensor and op nodes, grouped by Keras layer.
 
-Walking only: which nodes and edges a View draws; labels.py then writes their words,
-layout.py places them and figures.py draws them. No TensorFlow here.
+Walking only: which nodes and edges a View draws (reads.py reads the tape's block for it,
+fold.py folds loops); labels.py then writes their words, layout.py places them and
+figures.py draws them. No TensorFlow here.
 """
 from __future__ import annotations
 
@@ -11,26 +12,20 @@ from typing import Callable, Optional
 
 import networkx as nx
 
-from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording, as_float
+from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording
 from ..words.values import tensor_name
-from . import labels
+from . import fold, labels, reads
 from .nodes import (BACKWARD_OP, CONSTANT_NODE, FORWARD_OP, GROUP, INTERMEDIATE, REPEAT, UNRECORDED_OP,
                     VARIABLE_NODE, WATCHED_CONSTANT)
 from .options import View
+from .reads import READ_VARIABLE
 
-READ_VARIABLE = "ReadVariableOp"
 TAPE_SCOPE_PREFIX = "gradient_tape/"
 # Variable bookkeeping a student did not write: hidden unless asked for (reads are folded
-# into their variable instead, see _read_aliases).
+# into their variable instead, see reads.read_aliases).
 PLUMBING = frozenset({"VarHandleOp", "AssignVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
                       "NoOp", "_EagerConst"})
-# The backward pass's shape moves (see _passed_through): the same numbers in another shape,
-# or the shape itself. Drawn with plumbing on.
-SHAPES = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastGradientArgs"})
-GRADIENT_PLUMBING = SHAPES | {"Reshape", "Tile", "BroadcastTo", "ExpandDims", "Squeeze", "Identity"}
 GROUP_ABOVE_OPS = 150     # bigger recordings open grouped by layer: a 300-op step is unreadable flat
-FOLD_AT = 5               # this many ops of one type from one line (a loop) draw as one node
-FOLD_PREFIX = "r:"
 ALL_CALLS = "all"         # as a call index: every call of a tape that shares its target, on one picture
 
 # The graph's own wall, behind the recording gate's: past MAX_NODES nodes the drawing stops
@@ -51,13 +46,9 @@ def group_node(key: str, phase: str) -> str:
     return f"g:{phase}:{key}"
 
 
-def fold_node(op) -> str:
-    return f"{FOLD_PREFIX}{op.phase}:{op.line}:{op.function or op.type}"
-
-
 def collapsed(node: str) -> bool:
     """A node standing for several ops: a layer group or a fold of repeats."""
-    return node.startswith("g:") or node.startswith(FOLD_PREFIX)
+    return node.startswith("g:") or node.startswith(fold.FOLD_PREFIX)
 
 
 def group_key(scope: Optional[str]) -> Optional[str]:
@@ -99,10 +90,10 @@ def build(rec: Recording, view: View = View(), upto_op: Optional[int] = None) ->
     per Keras layer and phase, except the group keys (or group node ids) in view.expand.
     view.call: index of a gradient call of the tape; its sources get a `none_reason` where
     the gradient was None, and view.path_only keeps only what lies between its sources and
-    target. upto_op: only ops with id <= upto_op. view.fold: ops of one type repeated FOLD_AT
+    target. upto_op: only ops with id <= upto_op. view.fold: ops of one type repeated fold.FOLD_AT
     times or more from one line draw as one node (ids in view.unfold unfold it).
     view.plumbing: also draw variable bookkeeping (VarHandleOp, AssignVariableOp, ...) and
-    the backward pass's reshaping (GRADIENT_PLUMBING, else passed through). With a call,
+    the backward pass's reshaping (reads.GRADIENT_PLUMBING, else passed through). With a call,
     ops that ran in the tape's block but were not recorded are drawn too (an unwatched input
     is exactly why): category UNRECORDED_OP; view.backward: also the ops the call itself ran
     (where a NaN born in the backward pass is).
@@ -150,7 +141,7 @@ class _Walk:
         if t in self.kept_for_gradient and t not in self.consumers:
             return False
         home = self.producer.get(t)
-        if home is not None and home.startswith(FOLD_PREFIX):
+        if home is not None and home.startswith(fold.FOLD_PREFIX):
             return False    # one of a loop's thousand partial results: the fold node says their range
         # A tensor made and used inside one collapsed layer is that layer's business;
         # so is an unnamed constant only it reads (shape arguments, epsilons).
@@ -168,7 +159,7 @@ def _walk(rec: Recording, view: View, upto_op: Optional[int]) -> _Walk:
     alias, chosen, ops, block = _chosen_ops(rec, view, upto_op)
     on_path = None
     if view.path_only:
-        on_path = _path_tensors(chosen, ops, alias)
+        on_path = reads.path_tensors(chosen, ops, alias)
         ops = [op for op in ops
                if any(alias(t) in on_path for t in op.inputs) and any(alias(t) in on_path for t in op.outputs)]
     tape = view.tape
@@ -178,9 +169,9 @@ def _walk(rec: Recording, view: View, upto_op: Optional[int]) -> _Walk:
         for t in op.inputs:
             consumers.setdefault(alias(t), set()).add(node_of[op.id])
     walk = _Walk(
-        rec=rec, tape=tape, alias=alias, chosen=chosen, ops=ops, on_path=on_path, roles=_roles(chosen, alias),
+        rec=rec, tape=tape, alias=alias, chosen=chosen, ops=ops, on_path=on_path, roles=reads.roles(chosen, alias),
         watched={alias(t) for tp in rec.tapes if tape is None or tp.id == tape for t in tp.watched},
-        as_read=_variables_as_read(rec, tape, block, upto_op, alias) if tape is not None else {},
+        as_read=reads.variables_as_read(rec, tape, block, upto_op, alias) if tape is not None else {},
         node_of=node_of, producer={alias(t): node_of[op.id] for op in ops for t in op.outputs},
         consumers=consumers, order={op.id: i for i, op in enumerate(rec.ops)},
         # A tf.function's forward call under a tape returns, after its results, the values its
@@ -188,28 +179,28 @@ def _walk(rec: Recording, view: View, upto_op: Optional[int]) -> _Walk:
         kept_for_gradient={alias(t) for op in ops if op.function and op.phase == FORWARD for t in op.outputs[1:]})
     if view.fold:
         # A loop's steps make the same tensor again and again ("logits" of every batch, between
-        # the same two layers): FOLD_AT or more draw as the newest one, "×N".
-        walk.stacked = _stacks(rec, ops, alias, walk.shows, walk.producer, consumers,
+        # the same two layers): fold.FOLD_AT or more draw as the newest one, "×N".
+        walk.stacked = fold.stacks(rec, ops, alias, walk.shows, walk.producer, consumers,
                                set(walk.roles) | walk.watched)
     return walk
 
 
 def _chosen_ops(rec: Recording, view: View, upto_op: Optional[int]):
     """(alias, the gradient call, the ops the view draws, the tape's block)."""
-    alias, folded = _read_aliases(rec)
+    alias, folded = reads.read_aliases(rec)
     if view.backward and not view.plumbing:
-        alias, passed = _passed_through(rec, alias)
+        alias, passed = reads.passed_through(rec, alias)
         folded = folded | passed
     tape, call = view.tape, view.call
     chosen = gradient_call(rec, tape, call) if call is not None else None
     if view.path_only and chosen is None:
         raise ValueError("path_only needs a gradient call (choose a tape and a call)")
-    block = _block_lines(rec, tape) if chosen is not None else None
+    block = reads.block_lines(rec, tape) if chosen is not None else None
     ran_for = _calls_run(rec, tape, call) if chosen is not None else set()
     ops = [op for op in rec.ops
            if op.id not in folded
            and (view.plumbing or op.type not in PLUMBING)
-           and (tape is None or tape in op.tapes or _in_block(op, block)
+           and (tape is None or tape in op.tapes or reads.in_block(op, block)
                 or view.backward and op.phase == BACKWARD and (op.call, op.line) in ran_for)
            and (upto_op is None or op.id <= upto_op)]
     return alias, chosen, ops, block
@@ -231,7 +222,7 @@ def _add_ops(G: nx.DiGraph, walk: _Walk) -> None:
                 _add_tensor(G, walk, t)
                 if producer.get(t) != node:   # a layer reading its own output is no edge between nodes
                     _add_edge(G, tensor_node(t), node)
-            elif producer.get(t, "").startswith(FOLD_PREFIX) and producer[t] != node:
+            elif producer.get(t, "").startswith(fold.FOLD_PREFIX) and producer[t] != node:
                 _add_edge(G, producer[t], node)   # a hidden loop result: from the fold that made it
         for t in map(walk.alias, op.outputs):
             if walk.shown(t):
@@ -265,33 +256,9 @@ def _mark(G: nx.DiGraph, walk: _Walk) -> None:
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["stacked"] = n
     if walk.chosen is not None:
-        for node, reason in _none_reasons(walk.chosen, walk.alias).items():
-            if node in G:
-                G.nodes[node]["none_reason"] = reason
-
-
-def _stacks(rec: Recording, ops: list, alias, shows, producer: dict, consumers: dict, keep: set) -> dict:
-    """{tensor: the tensor drawn for it}, for tensors made FOLD_AT times or more by one node and
-    used by the same nodes, with one name and shape (a loop's per-step results): the newest
-    stands for them all. A source, target or watched tensor is never folded."""
-    groups: dict = {}
-    seen = set()
-    for op in ops:
-        for t in map(alias, [*op.inputs, *op.outputs]):
-            if t in seen or t in keep:
-                continue
-            seen.add(t)
-            info = rec.tensor(t)
-            if info is None or info.kind == VARIABLE or not shows(t):
-                continue
-            key = (producer.get(t), frozenset(consumers.get(t, ())), info.name, tuple(info.shape), info.line)
-            groups.setdefault(key, []).append(t)
-    out = {}
-    for members in groups.values():
-        if len(members) >= FOLD_AT:
-            newest = max(members)
-            out.update((t, newest) for t in members)
-    return out
+        for t, reason in reads.none_reasons(walk.chosen, walk.alias).items():
+            if tensor_node(t) in G:
+                G.nodes[tensor_node(t)]["none_reason"] = reason
 
 
 def gradient_call(rec: Recording, tape: Optional[int], call) -> GradientCall:
@@ -328,9 +295,16 @@ def calls_together(tp) -> list:
     return same if len(same) > 1 else []
 
 
+def _calls_run(rec: Recording, tape: Optional[int], call) -> set:
+    """{(call index, line)} of the gradient calls a view draws: a backward op carries both."""
+    tp = next((t for t in rec.tapes if t.id == tape), None) if tape is not None else rec.tapes[0]
+    indices = calls_together(tp) if call == ALL_CALLS else [call]
+    return {(i, tp.gradients[i].line) for i in indices}
+
+
 def gradient_calls(rec: Recording) -> list:
     """Every gradient call as (tape id, call index, label) for a chooser."""
-    alias, _ = _read_aliases(rec)
+    alias, _ = reads.read_aliases(rec)
     out = []
     for tp in rec.tapes:
         for i, c in enumerate(tp.gradients):
@@ -351,186 +325,10 @@ def traced_function(rec: Recording, tape: Optional[int]) -> Optional[str]:
                 None)
 
 
-def flow_norms(rec: Recording, tape_id: Optional[int], call_index: int,
-               G: Optional[nx.DiGraph] = None) -> Optional[dict]:
-    """{node id: norm of d target / d node} for one gradient call; None for a traced one,
-    whose gradients were never computed here (nothing to colour, rather than all grey).
-
-    Tensors take their flow entry; an op takes the norm at its outputs, a layer group
-    the largest over its ops (a NaN or Inf wins: it is what the view must show). With
-    G, the result is keyed by G's nodes only.
-    """
-    alias, _ = _read_aliases(rec)
-    by_tensor: dict = {}
-    chosen = gradient_call(rec, tape_id, call_index)
-    if not chosen.flow and traced_function(rec, tape_id if tape_id is not None
-                                           else rec.tapes[0].id):
-        return None
-    for entry in chosen.flow:
-        t = alias(entry.tensor)
-        by_tensor[t] = _worst([by_tensor[t], as_float(entry.norm)]) if t in by_tensor else as_float(entry.norm)
-    norms = {tensor_node(t): n for t, n in by_tensor.items()}
-    for op in rec.ops:
-        values = [by_tensor[alias(t)] for t in op.outputs if alias(t) in by_tensor]
-        if values:
-            norms[op_node(op.id)] = _worst(values)
-    if G is None:
-        return norms
-    out = {}
-    for node, data in G.nodes(data=True):
-        if node in norms:
-            out[node] = norms[node]
-        elif data.get("kind") in (GROUP, REPEAT):
-            values = [norms[op_node(m)] for m in data["members"] if op_node(m) in norms]
-            if values:
-                out[node] = _worst(values)
-    return out
-
-
-# -- walking ---------------------------------------------------------------------
-
-def _read_aliases(rec: Recording):
-    """Fold each ReadVariableOp into its variable: students think of `w`, not of its read."""
-    target = {}
-    folded = set()
-    for op in rec.ops:
-        if op.type == READ_VARIABLE and op.inputs:
-            folded.add(op.id)
-            for t in op.outputs:
-                target[t] = op.inputs[0]
-
-    def alias(t: int) -> int:
-        seen = 0
-        while t in target and seen < 100:   # reads of reads; the bound guards a malformed loop
-            t = target[t]
-            seen += 1
-        return t
-
-    return alias, folded
-
-
-def _passed_through(rec: Recording, alias):
-    """(alias, hidden ops): the backward pass's reshaping folded away like a variable's read.
-    A gradient function reads shapes and reshapes, tiles and broadcasts the gradient back to
-    its input's shape (tf.norm's backward is 9 ops, 3 of them arithmetic): a student follows
-    the arithmetic. Each such op's output is drawn as its first input, Shape ops not at all."""
-    target, hidden = {}, set()
-    for op in rec.ops:
-        if op.phase == BACKWARD and op.type in GRADIENT_PLUMBING:
-            hidden.add(op.id)
-            if op.type not in SHAPES and op.inputs:
-                for t in op.outputs:
-                    target[t] = op.inputs[0]
-
-    def passed(t: int) -> int:
-        t, seen = alias(t), 0
-        while t in target and seen < 100:   # a reshape of a tile; the bound guards a malformed loop
-            t = alias(target[t])
-            seen += 1
-        return t
-
-    return passed, hidden
-
-
-def _variables_as_read(rec: Recording, tape: int, block, upto_op: Optional[int], alias) -> dict:
-    """{variable: its record with the value its first read in this tape's view gave}. A
-    variable's own record holds the value it was first seen with; in a training loop's
-    step 3 the student must see w as step 3 read it, beside step 3's gradient."""
-    out, assigned = {}, set()
-    for op in rec.ops:
-        if (op.type != READ_VARIABLE or not op.inputs or not op.outputs
-                or upto_op is not None and op.id > upto_op
-                or not (tape in op.tapes or _in_block(op, block))):
-            continue
-        variable = alias(op.inputs[0])
-        read, info = rec.tensor(op.outputs[0]), rec.tensor(variable)
-        if variable in out or read is None or info is None or info.kind != VARIABLE:
-            continue
-        if read.value is not None or read.stats is not None:
-            out[variable] = dataclasses.replace(info, value=read.value, stats=read.stats)
-    # A variable no op read (its handle went straight into a tf.function): the value last
-    # assigned to it before the view's ops, so `x = 3` still shows.
-    first = block[2] if block else None
-    for op in rec.ops:
-        if first is not None and op.id >= first or upto_op is not None and op.id > upto_op:
-            break
-        if op.type != "AssignVariableOp" or len(op.inputs) < 2:
-            continue
-        variable = alias(op.inputs[0])
-        value, info = rec.tensor(op.inputs[1]), rec.tensor(variable)
-        if (variable in out and variable not in assigned or value is None or info is None
-                or info.kind != VARIABLE or info.value is not None):
-            continue
-        if value.value is not None or value.stats is not None:
-            out[variable] = dataclasses.replace(info, value=value.value, stats=value.stats)
-            assigned.add(variable)
-    return out
-
-
-def _block_lines(rec: Recording, tape: Optional[int]):
-    """(first line, last line, first op id, end op id) of the tape's `with` block. The op ids
-    bound it in time: in a loop, the same lines ran once per step, for other steps' tapes."""
-    tp = next((t for t in rec.tapes if t.id == tape), None)
-    if tp is None or tp.line is None:
-        return None
-    spans = tp.recording_spans
-    first = spans[0][0] if spans else (min(tp.ops) if tp.ops else None)
-    end = spans[-1][1] if spans and spans[-1][1] is not None else None
-    return (tp.line, tp.end_line if tp.end_line is not None else tp.line, first, end)
-
-
-def _calls_run(rec: Recording, tape: Optional[int], call) -> set:
-    """{(call index, line)} of the gradient calls a view draws: a backward op carries both."""
-    tp = next((t for t in rec.tapes if t.id == tape), None) if tape is not None else rec.tapes[0]
-    indices = calls_together(tp) if call == ALL_CALLS else [call]
-    return {(i, tp.gradients[i].line) for i in indices}
-
-
-def _in_block(op, block) -> bool:
-    if block is None or op.phase != FORWARD or op.line is None or not block[0] <= op.line <= block[1]:
-        return False
-    first, end = block[2], block[3]
-    return (first is None or op.id >= first) and (end is None or op.id < end)
-
-
-def _path_tensors(call: GradientCall, ops: list, alias) -> set:
-    """The tensors between the call's sources and its target.
-
-    The recorder's flow says so; when it is empty (see call.note), fall back to
-    what reaches the target from a source through the shown ops.
-    """
-    ends = {alias(t) for t in call.sources} | {alias(t) for t in call.target}
-    if call.flow:
-        return {alias(e.tensor) for e in call.flow} | ends
-    g = nx.DiGraph()
-    for op in ops:
-        for i in op.inputs:
-            for o in op.outputs:
-                g.add_edge(alias(i), alias(o))
-    sources = [alias(t) for t in call.sources if alias(t) in g]
-    targets = [alias(t) for t in call.target if alias(t) in g]
-    below = set(sources).union(*(nx.descendants(g, s) for s in sources)) if sources else set()
-    above = set(targets).union(*(nx.ancestors(g, t) for t in targets)) if targets else set()
-    return (below & above) | ends
-
-
-def _roles(call: Optional[GradientCall], alias) -> dict:
-    if call is None:
-        return {}
-    roles = {alias(t): "source" for t in call.sources}
-    roles.update({alias(t): "target" for t in call.target})
-    return roles
-
-
-def _none_reasons(call: GradientCall, alias) -> dict:
-    return {tensor_node(alias(r.source)): r.none_reason or "the gradient is None"
-            for r in call.results if r.grad is None}
-
-
-def _op_nodes(ops: list, group: bool, expand: set, fold: bool = True) -> dict:
+def _op_nodes(ops: list, group: bool, expand: set, folds: bool = True) -> dict:
     """op id -> the node that shows it: its own, its layer's group for its phase, or the
-    fold of its repeats (same type, same line, same phase, FOLD_AT times or more)."""
-    repeats = Counter(fold_node(op) for op in ops if op.line is not None) if fold else Counter()
+    fold of its repeats (fold.repeated)."""
+    repeated = fold.repeated(ops) if folds else set()
     node_of = {}
     for op in ops:
         # a variable's own scope ("Variable") is no Keras layer
@@ -538,8 +336,8 @@ def _op_nodes(ops: list, group: bool, expand: set, fold: bool = True) -> dict:
         node = group_node(key, op.phase) if key else None
         if node is None or key in expand or node in expand:
             node = op_node(op.id)
-            if op.line is not None and repeats[fold_node(op)] >= FOLD_AT and fold_node(op) not in expand:
-                node = fold_node(op)
+            if op.line is not None and fold.fold_node(op) in repeated and fold.fold_node(op) not in expand:
+                node = fold.fold_node(op)
         node_of[op.id] = node
     return node_of
 
@@ -560,7 +358,7 @@ def _add_op(G: nx.DiGraph, op, node: str, order: int) -> None:
                    line=op.line, file=op.file, order=order, phase=op.phase, ref=op.id, group=group_key(op.scope),
                    scope=op.scope, op_type=op.function or op.type)
         return
-    if node.startswith(FOLD_PREFIX):
+    if node.startswith(fold.FOLD_PREFIX):
         if node not in G:
             G.add_node(node, kind=REPEAT, category=REPEAT, line=op.line, file=op.file, order=order,
                        phase=op.phase, ref=None, group=None, scope=op.scope, members=[], tensors=[],
@@ -597,10 +395,3 @@ def _add_tensor(G: nx.DiGraph, walk: _Walk, t: int) -> None:
                line=info.line if info.line is not None else getattr(producer, "line", None),
                file=info.file if info.line is not None else getattr(producer, "file", None),
                order=walk.order.get(info.producer, -1), phase=getattr(producer, "phase", FORWARD), ref=t)
-
-
-def _worst(values: list) -> float:
-    """The norm a node shows: NaN, then Inf, then the largest."""
-    if any(v != v for v in values):
-        return float("nan")
-    return max(values)

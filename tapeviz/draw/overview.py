@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from . import figures, graph, layout, run_figures
+from . import figures, gradient_flow, graph, layout, run_figures
 from .options import View
 from .. import recording_gate as gate
 from ..recording import Recording
@@ -45,7 +45,7 @@ def figure(rec, tape: Optional[int] = None, call: Optional[int] = None,
     if group is None:
         group = graph.opens_grouped(rec)
     G = graph.build(rec, View(tape=tape, group=group, call=call))
-    flow = graph.flow_norms(rec, tape, call, G) if call is not None else None
+    flow = gradient_flow.flow_norms(rec, tape, call, G) if call is not None else None
     what = f"tape {tape}" if tape is not None else "every op"
     title = f"{what}: gradient flow of call {call}" if call is not None else f"op graph of {what}"
     if G.graph.get("traced"):

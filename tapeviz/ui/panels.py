@@ -12,7 +12,7 @@ import json
 import streamlit as st
 
 from .. import examples, printed
-from ..draw import figures, graph, run_figures
+from ..draw import figures, gradient_flow, graph, run_figures
 from ..draw.options import View
 from ..recording import Recording
 from ..state import callouts, inspector, opened, share, view
@@ -160,7 +160,7 @@ def show_graph(state, rec: Recording):
         st.error("This view cannot be drawn: " + literal(exc, 500))
         return None
     tape, call_index = showing.tape, showing.call
-    flow = graph.flow_norms(rec, tape, call_index, G) if call_index is not None else None
+    flow = gradient_flow.flow_norms(rec, tape, call_index, G) if call_index is not None else None
     # A click on the chart, or a callout's button, picks the node the inspector shows.
     picked = state.update_pick(G, chart_points(st.session_state.get("graph")))
 
