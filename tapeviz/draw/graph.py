@@ -13,12 +13,12 @@ from typing import Callable, Optional
 import networkx as nx
 
 from ..recording import BACKWARD, CONSTANT, FORWARD, VARIABLE, GradientCall, Recording
+from ..words.spelling import READ_VARIABLE
 from ..words.values import tensor_name
 from . import fold, labels, reads
 from .nodes import (BACKWARD_OP, CONSTANT_NODE, FORWARD_OP, GROUP, INTERMEDIATE, REPEAT, UNRECORDED_OP,
                     VARIABLE_NODE, WATCHED_CONSTANT)
 from .options import View
-from .reads import READ_VARIABLE
 
 TAPE_SCOPE_PREFIX = "gradient_tape/"
 # Variable bookkeeping a student did not write: hidden unless asked for (reads are folded

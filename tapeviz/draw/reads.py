@@ -9,8 +9,8 @@ from typing import Optional
 import networkx as nx
 
 from ..recording import BACKWARD, FORWARD, VARIABLE, GradientCall, Recording
+from ..words.spelling import READ_VARIABLE
 
-READ_VARIABLE = "ReadVariableOp"
 # The backward pass's shape moves (see passed_through): the same numbers in another shape,
 # or the shape itself. Drawn with plumbing on.
 SHAPES = frozenset({"Shape", "ShapeN", "Size", "Rank", "BroadcastGradientArgs"})

@@ -12,6 +12,7 @@ import networkx as nx
 
 from ..draw import graph
 from ..recording import Recording
+from ..words.spelling import READ_VARIABLE
 from ..words import values
 from . import opened
 
@@ -62,8 +63,8 @@ def _tensor_details(rec: Recording, t: int) -> Details:
     users = [op for op in rec.ops if t in op.inputs]
     if info.kind == "variable":
         # the graph folds reads into the variable: what used the variable used its reads
-        reads = {o for op in rec.ops if op.type == graph.READ_VARIABLE and t in op.inputs for o in op.outputs}
-        users = [op for op in rec.ops if op.type != graph.READ_VARIABLE and (t in op.inputs or reads & set(op.inputs))]
+        reads = {o for op in rec.ops if op.type == READ_VARIABLE and t in op.inputs for o in op.outputs}
+        users = [op for op in rec.ops if op.type != READ_VARIABLE and (t in op.inputs or reads & set(op.inputs))]
     d = Details(title=info.name or f"tensor {t}", kind=info.kind,
                 line=info.line if info.line is not None else getattr(producer, "line", None))
     d.facts = [("kind", info.kind + (" (trainable)" if info.trainable else "")),
