@@ -27,29 +27,47 @@ class OpLog:
     def drop_oldest_op(self) -> None:
         """Over the op bound: the oldest op outside any tape goes, so that a long eager loop
         between train steps (a rollout) never pushes out the steps' tapes; with no such op
-        kept, the oldest op."""
+        kept, the oldest op. Those from between tape ops go a tenth of the bound at once
+        (walking the log costs a pass over it), the log up to that much over its bound
+        meanwhile: trim_ops() brings it to the bound for the recording."""
         ops, outside = self.ops, self.outside
-        if not outside or ops[0].id == outside[0]:
-            dropped = ops.popleft()
-            if outside and outside[0] == dropped.id:
-                outside.popleft()
-            n = 1
+        if outside and ops[0].id != outside[0]:
+            if len(ops) <= self.max_ops + max(1, self.max_ops // 10):
+                return
+            self._count_dropped(self._drop_outside(len(ops) - self.max_ops))
         else:
-            n = self._drop_outside(max(1, self.max_ops // 10))
-        before = self.dropped_ops
-        self.dropped_ops += n
-        if self.dropped_ops // self.max_ops != before // self.max_ops:
-            self.settle_dropped(self.compact())
+            self._count_dropped(self._drop_front())
+
+    def trim_ops(self) -> None:
+        """The log within its bound, the ops outside any tape first to go."""
+        over = len(self.ops) - self.max_ops
+        if over > 0:
+            self._count_dropped(self._drop_outside(over) + self._drop_front())
+
+    def _drop_front(self) -> int:
+        """Drop the oldest ops while over the bound and none outside any tape is kept behind
+        them."""
+        ops, outside, n = self.ops, self.outside, 0
+        while len(ops) > self.max_ops and (not outside or ops[0].id == outside[0]):
+            if ops.popleft().id == (outside[0] if outside else None):
+                outside.popleft()
+            n += 1
+        return n
 
     def _drop_outside(self, n: int) -> int:
-        """Drop the `n` oldest ops outside any tape from between tape ops: a tenth of the
-        bound at once, as walking the log costs a pass over it."""
+        """Drop the `n` oldest ops outside any tape, from wherever they are in the log."""
         outside = self.outside
         gone = {outside.popleft() for _ in range(min(n, len(outside)))}
         kept = [op for op in self.ops if op.id not in gone]
         self.ops.clear()
         self.ops.extend(kept)
         return len(gone)
+
+    def _count_dropped(self, n: int) -> None:
+        before = self.dropped_ops
+        self.dropped_ops += n
+        if self.dropped_ops // self.max_ops != before // self.max_ops:
+            self.settle_dropped(self.compact())     # every max_ops dropped: forget their tensors
 
     def compact(self) -> set:
         """Forget tensors that no kept op, tape or gradient refers to (bounds memory); returns

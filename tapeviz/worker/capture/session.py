@@ -116,6 +116,7 @@ class Session(TensorsAndNames, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGra
             if text not in block_ends:
                 block_ends[text] = _with_block_ends(text)
             tape.end_line = block_ends[text].get(tape.line, tape.end_line)
+        self.trim_ops()
         kept = set()
         for op in self.ops:
             kept.add(op.id)
