@@ -98,3 +98,64 @@ def test_the_tensor_count_bound_is_kept_too():
     byte_bound.fit(rec, max_bytes=size(rec), max_tensors=100)
     assert len(rec["tensors"]) <= 100
     assert rec["dropped"]["tensors"] == 400 - len(rec["tensors"])
+
+
+def rollouts_and_steps(steps: int, rollout: int, block: int) -> dict:
+    """A recording of `steps` train steps, each a rollout of `rollout` ops outside any tape,
+    then a tape's `with` block of `block` ops: all on the tape but its first, a constant the
+    tape did not record (inside its recording span)."""
+    rec = recording(steps=0, ops_per_tape=0, flow_per_call=0, kept_from_step=0)
+    op_id = 0
+    for step in range(steps):
+        for i in range(rollout + block):
+            on_tape = i > rollout
+            rec["ops"].append({"id": op_id, "type": "MatMul" if on_tape else "Tanh",
+                               "inputs": [2 * op_id], "outputs": [2 * op_id + 1], "line": 5,
+                               "tapes": [step] if on_tape else []})
+            rec["tensors"] += [{"id": 2 * op_id, "value": [0.5] * 64},
+                               {"id": 2 * op_id + 1, "value": [0.25] * 64}]
+            op_id += 1
+        rec["tapes"].append({"id": step, "line": 4, "watched": [], "gradients": [],
+                             "ops": list(range(op_id - block + 1, op_id)),
+                             "recording_spans": [[op_id - block, op_id]]})
+    return rec
+
+
+def without(rec: dict, op_ids: set) -> dict:
+    """`rec` with those ops, and the tensors only they named, taken out by hand."""
+    rec = copy.deepcopy(rec)
+    rec["ops"] = [op for op in rec["ops"] if op["id"] not in op_ids]
+    named = referenced(rec)
+    rec["tensors"] = [t for t in rec["tensors"] if t["id"] in named]
+    return rec
+
+
+def test_ops_outside_any_tape_go_before_a_tapes_ops():
+    rec = rollouts_and_steps(steps=4, rollout=100, block=20)
+    in_blocks = {i for t in rec["tapes"] for s, e in t["recording_spans"] for i in range(s, e)}
+    outside = [op["id"] for op in rec["ops"] if op["id"] not in in_blocks]
+    # the reference: every rollout op but the newest 50 taken out by hand (plus room for
+    # the counts `dropped` gains)
+    expected = without(rec, set(outside[:-50]))
+    byte_bound.fit(rec, max_bytes=size(expected) + 40, max_tensors=100_000)
+    assert size(rec) <= size(expected) + 40
+    kept = [op["id"] for op in rec["ops"]]
+    assert in_blocks <= set(kept), "every tape's block is whole"
+    assert all(set(t["ops"]) == set(range(s + 1, e)) for t in rec["tapes"]
+               for s, e in t["recording_spans"])
+    rollout_kept = [i for i in kept if i not in in_blocks]
+    assert rollout_kept == outside[-len(rollout_kept):] and len(rollout_kept) >= 50 - 5
+    assert rec["dropped"]["ops"] == 123 + len(outside) - len(rollout_kept)
+
+
+def test_past_the_rollouts_the_oldest_tape_ops_go():
+    rec = rollouts_and_steps(steps=4, rollout=100, block=20)
+    in_blocks = {i for t in rec["tapes"] for s, e in t["recording_spans"] for i in range(s, e)}
+    bound = size(without(rec, {op["id"] for op in rec["ops"]} - in_blocks)) * 3 // 4
+    byte_bound.fit(rec, max_bytes=bound, max_tensors=100_000)
+    assert size(rec) <= bound
+    kept = [op["id"] for op in rec["ops"]]
+    assert set(kept) <= in_blocks, "no rollout op outlives a tape's"
+    blocks = sorted(in_blocks)
+    assert kept == blocks[-len(kept):], "the newest blocks' ops, a run of them"
+    assert rec["tapes"][-1]["ops"] == list(range(blocks[-19], blocks[-1] + 1))

@@ -5,6 +5,7 @@ plainly; TensorFlow's own checkers (`test_util.assert_no_new_tensors`,
 `assert_no_garbage_created`) and `weakref`s do the counting."""
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -28,10 +29,10 @@ def src(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
-def plain_run(tmp_path, name: str, text: str, *args) -> subprocess.CompletedProcess:
+def plain_run(tmp_path, name: str, text: str, *args, env=ENV) -> subprocess.CompletedProcess:
     """`python NAME ARGS` in tmp_path: the reference."""
     (tmp_path / name).write_text(text)
-    return subprocess.run([sys.executable, name, *args], cwd=tmp_path, env=ENV,
+    return subprocess.run([sys.executable, name, *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -41,9 +42,9 @@ def program_part(stderr: str) -> str:
                    if not line.startswith(("I0000 ", "WARNING: All log messages before absl")))
 
 
-def cli_record(tmp_path, name: str, *args) -> subprocess.CompletedProcess:
+def cli_record(tmp_path, name: str, *args, env=ENV) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json", name,
-                           "--", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                           "--", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=600)
 
 
@@ -275,22 +276,80 @@ def recorded_eagerly(tmp_path, name: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-def test_eager_adds_no_warning_of_tf_data_to_stderr(tmp_path):
-    """tf.data warns on stderr when it traces a dataset function while tf.functions run
-    eagerly, and fit() on NumPy arrays traces one: `record --eager` must not add that warning
-    to a program's stderr. The reference is the program run plainly; the train step is still
-    recorded."""
-    plain = plain_run(tmp_path, "fit.py", FIT_ON_ARRAYS)
+def test_eager_prints_what_plain_python_running_functions_eagerly_prints(tmp_path):
+    """`record --eager` is plain Python with tf.config.run_functions_eagerly(True): the
+    reference is the program that calls it itself, run plainly. fit() on NumPy arrays maps
+    its batches with tf.data, which then warns that the setting does not apply to it: that
+    warning is in both."""
+    eagerly = "import tensorflow as tf\ntf.config.run_functions_eagerly(True)\n" + FIT_ON_ARRAYS
+    plain = plain_run(tmp_path, "fit_eagerly.py", eagerly)
     assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "does not apply to tf.data functions" in plain.stderr, "the reference warns"
+    (tmp_path / "fit.py").write_text(FIT_ON_ARRAYS)
     recorded = recorded_eagerly(tmp_path, "fit.py")
     assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr[-2000:]
     said = program_part(recorded.stderr)
     assert said.startswith(program_part(plain.stderr)) and "tapeviz record: ok" in said
     assert said.count("\n") == program_part(plain.stderr).count("\n") + 1, said
     data = json.loads((tmp_path / "run.json").read_text())
+    assert data["stderr"] == program_part(plain.stderr)
     assert len(data["tapes"]) == 4 * 2, "one tape per step of fit(), its ops recorded"
     ops = {op["id"]: op["type"] for op in data["ops"]}
     assert "MatMul" in {ops.get(i) for i in data["tapes"][-1]["ops"]}
+
+
+# -- TensorFlow's C++ logging is the user's ------------------------------------------------------
+
+# Two failing ops caught: TensorFlow's C++ logs a WARNING line for each (at levels 0 and 1)
+CAUGHT_OP_ERRORS = src("""
+    import os
+    import tensorflow as tf
+    print("TF_CPP_MIN_LOG_LEVEL:", os.environ.get("TF_CPP_MIN_LOG_LEVEL"))
+    for indices in (5, 7):
+        try:
+            tf.gather(tf.constant([1, 2]), indices)
+        except tf.errors.InvalidArgumentError:
+            print("caught", indices)
+""")
+_LOG_PREFIX = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ ", re.M)
+
+
+def cpp_lines(stderr: str) -> list:
+    """TensorFlow's C++ log lines, without their time and thread id."""
+    return [line for line in _LOG_PREFIX.sub(r"\1 ", stderr).splitlines()
+            if line[:2] in ("I ", "W ", "E ", "F ") or line.startswith("WARNING: All log")]
+
+
+@pytest.mark.parametrize("level", ["0", "3", None])
+def test_tensorflows_cpp_log_lines_are_as_plain_under_the_users_level(tmp_path, level):
+    """The user's TF_CPP_MIN_LOG_LEVEL is the worker's, and none where they set none: the
+    program sees the same os.environ, and TensorFlow's C++ lines (at import, from the
+    zygote; the failed ops' warnings, from the program) are plain Python's."""
+    env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    if level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = level
+    plain = plain_run(tmp_path, "caught.py", CAUGHT_OP_ERRORS, env=env)
+    recorded = cli_record(tmp_path, "caught.py", env=env)
+    assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout)
+    assert cpp_lines(recorded.stderr) == cpp_lines(plain.stderr)
+    warned = [line for line in cpp_lines(plain.stderr) if line.startswith("W ")]
+    assert len(warned) == (0 if level == "3" else 2), plain.stderr
+    stored = json.loads((tmp_path / "run.json").read_text())["stderr"]
+    assert [line for line in cpp_lines(stored) if line.startswith("W ")] == warned
+
+
+def test_a_hosted_worker_defaults_tensorflows_log_level_a_local_one_keeps_the_users(
+        monkeypatch):
+    from tapeviz.server import process
+    from tapeviz.server.config import Config
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    monkeypatch.setenv("TF_CPP_VMODULE", "local_rendezvous=1")
+    assert "TF_CPP_MIN_LOG_LEVEL" not in process.worker_env(Config())
+    assert process.worker_env(Config())["TF_CPP_VMODULE"] == "local_rendezvous=1"
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    assert process.worker_env(Config())["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    hosted = process.worker_env(Config(mode="hosted"))
+    assert hosted["TF_CPP_MIN_LOG_LEVEL"] == "2" and "TF_CPP_VMODULE" not in hosted
 
 
 # -- never substitute data ----------------------------------------------------------------------
@@ -377,7 +436,7 @@ def tape_loop(steps: int, layers: int, rows: int) -> str:
 BIG = tape_loop(steps=2, layers=10_000, rows=8)
 
 
-def test_a_recording_over_the_message_size_is_cut_oldest_first_not_lost(tmp_path):
+def test_a_recording_over_the_message_size_is_cut_not_lost(tmp_path):
     from tapeviz.server import protocol
     plain = plain_run(tmp_path, "big.py", BIG)
     assert plain.returncode == 0, plain.stderr
@@ -390,11 +449,13 @@ def test_a_recording_over_the_message_size_is_cut_oldest_first_not_lost(tmp_path
     assert rec["error"] is None and rec["stdout"] == plain.stdout
     assert rec["dropped"]["tensors"] > 0, "the byte bound was needed (only it counts tensors)"
     assert len(rec["tapes"]) == 2
-    # the newest ops stay, in one run up to the program's last op
+    # the newest tape ops stay, in one run up to the last gradient's last op: the update
+    # after it, outside any tape, went first
     ids = [op["id"] for op in rec["ops"]]
     assert ids == list(range(ids[0], ids[0] + len(ids))) and len(ids) > 1000
-    assert rec["ops"][-1]["type"] == "AssignSubVariableOp", "the last step's update"
-    assert ids[-1] + 1 == len(ids) + rec["dropped"]["ops"], "every op before the kept ones went"
+    assert all(op["tapes"] or op["phase"] == "backward" for op in rec["ops"])
+    assert rec["ops"][-1]["phase"] == "backward", "the last step's gradient"
+    assert rec["dropped"]["ops"] > ids[0], "every op before the kept ones went, and the update"
 
 
 LOOP = tape_loop(steps=12, layers=25, rows=1)
@@ -415,3 +476,59 @@ def test_tapes_whose_ops_the_op_bound_dropped_keep_no_flow(tmp_path):
     assert rec.dropped["flow entries"] == flows[-1] * flows.count(0)
     named = {f.tensor for t in rec.tapes for c in t.gradients for f in c.flow}
     assert named <= {t.id for t in rec.tensors}
+
+
+# -- the op bound keeps the tapes' ops ahead of the rest ------------------------------------------
+
+PPO = ROOT / "tests" / "programs" / "ppo_rollout.py"
+
+
+def test_long_rollouts_outside_any_tape_never_empty_the_traced_train_steps(tmp_path):
+    """Keras's PPO example's shape: tapes only inside @tf.function train steps, and eager
+    rollouts of more ops than the op bound between them. Recorded, it prints what plain
+    Python prints, and every traced tape keeps the ops it recorded: the rollouts' go."""
+    plain = plain_run(tmp_path, "ppo.py", PPO.read_text())
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    recorded = cli_record(tmp_path, "ppo.py")
+    assert (recorded.returncode, recorded.stdout) == (0, plain.stdout), recorded.stderr[-2000:]
+    assert program_part(recorded.stderr).startswith(program_part(plain.stderr))
+    rec = json.loads((tmp_path / "run.json").read_text())
+    assert rec["dropped"]["ops"] > 0, "the rollouts were past the op bound"
+    assert rec["tapes"] and all(t["function"] for t in rec["tapes"]), "traced tapes only"
+    kept = {op["id"] for op in rec["ops"]}
+    for tape in rec["tapes"]:
+        assert tape["ops"] and set(tape["ops"]) <= kept, (tape["line"], tape["ops"])
+    for start, end in (span for t in rec["tapes"] for span in t["recording_spans"]):
+        assert set(range(start, end)) <= kept, "each traced block whole"
+
+
+ROLLOUTS_AND_STEPS = src("""
+    import tensorflow as tf
+    w = tf.Variable([0.5, -0.5])
+    state = tf.constant([1.0, 2.0])
+    for epoch in range(4):
+        for t in range(150):                    # outside any tape
+            state = tf.tanh(state * w + 0.1)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((state * w) ** 2)
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+    print([round(float(v), 6) for v in w])
+""")
+
+
+def test_the_op_bound_drops_ops_outside_any_tape_first(tmp_path):
+    plain = plain_run(tmp_path, "steps.py", ROLLOUTS_AND_STEPS)
+    namespace = {}
+    rec = recorder.record(ROLLOUTS_AND_STEPS, filename=str(tmp_path / "steps.py"), timeout=300,
+                          max_ops=100, namespace=namespace)
+    assert rec.error is None and rec.stdout == plain.stdout
+    assert len(rec.tapes) == 4 and rec.dropped["ops"] > 0 and len(rec.ops) == 100, "full"
+    kept = {op.id for op in rec.ops}
+    for tape in rec.tapes:
+        assert tape.ops and set(tape.ops) <= kept
+        (start, end), = tape.recording_spans
+        assert set(range(start, end)) <= kept, "each tape's block whole"
+    assert [op.id for op in rec.ops] == sorted(kept)
+    present = {t.id for t in rec.tensors}
+    for op in rec.ops:
+        assert set(op.inputs) | set(op.outputs) <= present, "a kept op's tensors stay"

@@ -263,6 +263,12 @@ def spawn(*args, **kwargs) -> subprocess.Popen:
     return _spawner.call(lambda: subprocess.Popen(*args, **kwargs))
 
 
+# TensorFlow's C++ logging, read once when it loads (TF_CPP_MAX_VLOG_LEVEL and
+# TF_CPP_VMODULE are the other two it reads): in a hosted worker, whose environment is
+# built from nothing, these; locally the user's own, none set where they set none.
+HOSTED_TF_LOGGING = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
 def worker_env(config: Config, sandboxed: bool = False) -> dict:
     """The environment of the zygote, which its children inherit: a local worker's, or in
     the sandbox a hosted worker's whose working directory is FORKED_WORKDIR."""
@@ -288,7 +294,11 @@ def _worker_env(config: Config, workdir: str, sandboxed: bool = False) -> dict:
     env["PYTHONPATH"] = sandbox.SANDBOX_PACKAGE_ROOT if sandboxed else str(PACKAGE_ROOT)
     if not config.hosted and os.environ.get("PYTHONPATH"):    # the user's own, as python sees it
         env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    if config.hosted:
+        # A hosted user has no shell to set them in: TensorFlow's C++ INFO and WARNING lines
+        # stay out of the program's stderr. Locally they are the user's own (above), as
+        # plain Python runs the program in the same shell.
+        env.update(HOSTED_TF_LOGGING)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

@@ -6,14 +6,16 @@ What goes, in order, until the JSON fits (and the tensors are within their count
 1. the gradient flow of tapes none of whose ops are kept (the op bound dropped them already;
    a long loop's flows were most of a big recording), oldest tape first;
 2. the gradient flow of the other tapes, oldest first;
-3. the oldest ops;
-4. the oldest tapes, whole.
+3. the ops outside any tape (a rollout between train steps), oldest first;
+4. the oldest ops of tapes, so newer tapes keep theirs;
+5. the oldest tapes, whole.
 Tensors nothing kept refers to go with them. `dropped` counts each kind. Never touched:
 source, stdout, stderr, error, warnings: they are bounded where they are made.
 """
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import deque
 
 
@@ -43,6 +45,27 @@ def _referenced(rec: dict) -> set:
             keep.update(f["tensor"] for f in call.get("flow", ()))
     keep.update(a["tensor"] for a in rec.get("alerts", ()))
     return keep
+
+
+def _outside_tapes(rec: dict) -> set:
+    """Ids of the ops outside any tape: on no tape, not a gradient's, and outside every
+    tape's recording spans (an op in a `with` block that its tape did not record stays
+    with the block's)."""
+    spans = sorted((start, end) for tape in rec["tapes"]
+                   for start, end in tape.get("recording_spans", ()))
+    starts = [start for start, _ in spans]
+    reach, ends = 0, []
+    for _, end in spans:                 # the furthest end of any span opened by then
+        reach = max(reach, end)
+        ends.append(reach)
+    outside = set()
+    for op in rec["ops"]:
+        if op.get("tapes") or op.get("phase") == "backward":
+            continue
+        i = bisect_right(starts, op["id"]) - 1
+        if i < 0 or ends[i] <= op["id"]:
+            outside.add(op["id"])
+    return outside
 
 
 class _Cutter:
@@ -81,17 +104,23 @@ class _Cutter:
                 return
 
     def drop_ops(self) -> None:
-        ops = deque(self.rec["ops"])
+        ops = self.rec["ops"]
+        outside = _outside_tapes(self.rec)
+        order = deque([op for op in ops if op["id"] in outside]
+                      + [op for op in ops if op["id"] not in outside])
+        gone = set()
         # ops go in batches (a tenth of what is over, at least one), then unreferenced tensors
-        while ops and not self.fits():
+        while order and not self.fits():
             over = max(self.total - self.max_bytes, 0)
             freed = 0
-            while ops and (freed <= over // 10 or not freed):
-                freed += _size(ops.popleft())
+            while order and (freed <= over // 10 or not freed):
+                op = order.popleft()
+                gone.add(op["id"])
+                freed += _size(op)
                 self.counts["ops"] += 1
             self.total -= freed
-            self.rec["ops"] = list(ops)
-            kept = {op["id"] for op in ops}
+            self.rec["ops"] = [op for op in ops if op["id"] not in gone]
+            kept = {op["id"] for op in self.rec["ops"]}
             for tape in self.rec["tapes"]:
                 tape["ops"] = [i for i in tape.get("ops", ()) if i in kept]
             self.forget_tensors()

@@ -15,11 +15,8 @@ import sys
 import threading
 import time
 import traceback
-import warnings
 from collections import deque
 from typing import Optional
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
@@ -343,35 +340,6 @@ def _functions_eagerly(session: Session, eager: bool):
     tf.config.run_functions_eagerly(True)
     session.warnings.append({"line": None, "kind": "eager", "message": EAGER_NOTE})
     try:
-        with _silent_about_tf_data(before):
-            yield
+        yield         # tf.data's warning that this does not apply to it, as plainly
     finally:
         tf.config.run_functions_eagerly(before)
-
-
-# tf.data warns (a UserWarning on stderr) each time it traces a dataset function while
-# tf.functions run eagerly: fit() on NumPy arrays maps its batches, so every Keras program
-# recorded with --eager printed a warning plain Python does not.
-_TF_DATA_WARNING = re.escape("Even though the `tf.config.experimental_run_functions_eagerly` "
-                             "option is set, this option does not apply to tf.data functions")
-_TF_DATA_MODULE = r"tensorflow\.python\.data\.ops\.structured_function\Z"
-
-
-@contextlib.contextmanager
-def _silent_about_tf_data(program_eager: bool):
-    """Ignore that one warning while running functions eagerly is tapeviz's doing, not when
-    they already ran eagerly before the program. A filter the program adds itself goes in
-    front of this one and decides for its own warnings."""
-    if program_eager:
-        yield
-        return
-    warnings.filterwarnings("ignore", message=_TF_DATA_WARNING, category=UserWarning,
-                            module=_TF_DATA_MODULE)
-    mine = warnings.filters[0]
-    try:
-        yield
-    finally:
-        if mine in warnings.filters:   # the program may have reset the filters itself
-            warnings.filters.remove(mine)
-            warnings._filters_mutated()
-

@@ -137,7 +137,6 @@ def main(argv=None) -> int:
     uid = int(argv[argv.index("--uid") + 1]) if "--uid" in argv else None
     _prctl(_PR_SET_DUMPABLE, 0)   # /proc/<pid>/fd, environ, mem: closed to other processes
     channel = Channel()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     forked = f"{__package__}.recorder" in sys.modules   # a zygote's child: imported, settled
     from . import recorder        # the expensive part: TensorFlow's import, done before any job
     from . import heap

@@ -80,6 +80,21 @@ def _check_walls(seccomp_program: bytes, workdir: str) -> str:
     return "" if code == 0 else f"a probe child could not enter its walls (exit {code})"
 
 
+# TensorFlow's C++ logging settings, read once as it loads.
+TF_LOGGING = ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
+
+
+def _as_given(given: dict) -> None:
+    """TensorFlow's logging settings as the zygote was started with them, for every child's
+    program: a module's import-time default (set after TensorFlow read the settings, so
+    without effect on its logging) is not in a plain run's os.environ."""
+    for name, value in given.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(argv[0]))
@@ -87,13 +102,14 @@ def main(argv=None) -> int:
     if "--walls" in argv:
         seccomp_program = _read_all(int(argv[argv.index("--walls") + 1]))
         workdir = os.getcwd()                # where the sandbox put its children's workdir
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    given = {name: os.environ.get(name) for name in TF_LOGGING}   # as process.py chose
     import tensorflow  # noqa: F401  - the expensive import, shared by every child
     try:
         import keras  # noqa: F401
     except ImportError:
         pass
     from . import heap, recorder, serve, training  # noqa: F401
+    _as_given(given)             # training.py's own logging default is not the programs'
     heap.settle()                # once for every child: the import's garbage collected
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

@@ -1,5 +1,5 @@
-"""Ops and tapes: TensorFlow's op callback, the bounded op log, and which user tapes
-recorded each op, decided as TensorFlow's tape decides; the tapes' lifetimes and spans.
+"""Ops and tapes: TensorFlow's op callback, and which user tapes recorded each op, decided
+as TensorFlow's tape decides; the tapes' lifetimes and spans (the op log's bound: op_log.py).
 """
 from __future__ import annotations
 
@@ -124,6 +124,8 @@ class OpsAndTapes:
             ops.append(Op(op_id, function or op_type, in_ids, out_ids, line, scope or None, tapes,
                           phase, now - self.last_time, function,
                           self.grad_call if phase == BACKWARD else None, self.here))
+            if not self.active and phase is FORWARD:
+                self.outside.append(op_id)        # outside any tape: the first to go
             if len(ops) > self.max_ops:
                 self.drop_oldest_op()
             self.last_time = _perf_counter()
@@ -201,17 +203,6 @@ class OpsAndTapes:
                               context.context().scope_name.rstrip("/") or None, tapes,
                               BACKWARD if self.grad_depth else FORWARD, 0.0, file=self.here))
 
-    def append_op(self, op: Op) -> None:
-        self.ops.append(op)
-        if len(self.ops) > self.max_ops:
-            self.drop_oldest_op()
-
-    def drop_oldest_op(self) -> None:
-        self.ops.popleft()
-        self.dropped_ops += 1
-        if self.dropped_ops % self.max_ops == 0:
-            self.settle_dropped(self.compact())
-
     def which_tapes(self, inputs, outputs, forward_function) -> tuple:
         """The user tapes that record this op, decided as TensorFlow's tape decides (a tuple:
         see on_op)."""
@@ -253,54 +244,6 @@ class OpsAndTapes:
                 if t._id in state.ids:
                     return True
         return False
-
-    def compact(self) -> set:
-        """Forget tensors that no kept op, tape or gradient refers to (bounds memory); returns
-        the recording ids kept."""
-        keep = set()
-        for op in self.ops:
-            keep.update(op.inputs)
-            keep.update(op.outputs)
-        first = self.ops[0].id if self.ops else self.next_op
-        for tape in self.tapes:
-            # A tape whose every op is dropped keeps no gradient flow either: in a long loop
-            # those flows, and the tensors they name, were most of what was kept
-            if tape.ops and tape.ops[-1] < first:
-                for call in tape.gradients:
-                    if call.flow:
-                        self.dropped_flow += len(call.flow)
-                        call.flow = []
-                        call.note = "its gradient flow was dropped with the tape's ops"
-        for tape in self.tapes:
-            keep.update(tape.watched)
-            for call in tape.gradients:
-                keep.update(call.target)
-                keep.update(call.sources)
-                keep.update(r.grad for r in call.results if r.grad is not None)
-                keep.update(f.tensor for f in call.flow)
-        for tape in self.tapes:
-            if tape.ops and tape.ops[0] < first:
-                tape.ops = [i for i in tape.ops if i >= first]
-        self.tensors = {k: v for k, v in self.tensors.items() if k in keep}
-        self.tid = {k: v for k, v in self.tid.items() if v in keep}
-        return keep
-
-    def ops_since(self, first_op: int) -> list:
-        """The kept ops from id `first_op` on, read from the newest end: a deque is cheap to
-        walk from its ends and costly to index into its middle."""
-        newer = []
-        for op in reversed(self.ops):
-            if op.id < first_op:
-                break
-            newer.append(op)
-        newer.reverse()
-        return newer
-
-    def _op(self, op_id: int) -> Optional[Op]:
-        if not self.ops or op_id < self.ops[0].id:
-            return None
-        op = self.ops[op_id - self.ops[0].id]
-        return op if op.id == op_id else None
 
     # -- tapes ------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from ..frames import UserFiles, nearest_user_frame
 from .steps import StepLog
 from .deferred import Deferred
 from .gradients import GradientsAndAlerts
+from .op_log import OpLog
 from .ops import OpsAndTapes
 from .tensors import TensorsAndNames
 from .traced_graph import TracedGraphs
@@ -26,7 +27,7 @@ DEFAULT_MAX_OPS = 20_000          # newest ops kept; a 10k-op train step fits wh
 _NAMES_TAPE = re.compile(r"\bGradientTape\b")
 
 
-class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
+class Session(TensorsAndNames, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGraphs):
     """The recording state of one run, and the hooks that fill it."""
 
     def __init__(self, source: str, filename: str, max_ops: int = DEFAULT_MAX_OPS):
@@ -38,6 +39,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
         self.next_tape = 0               # tape ids, recorded or not (new_tape_id)
         self.ops: deque = deque()
         self.dropped_ops = 0
+        self.outside: deque = deque()    # ids of the kept ops outside any tape, oldest first
         self.dropped_flow = 0            # flow entries of tapes whose every op was dropped
         self.tensors: dict = {}          # recording id -> Tensor
         self.tid: dict = {}              # TF tensor id -> recording id
@@ -114,6 +116,7 @@ class Session(TensorsAndNames, OpsAndTapes, GradientsAndAlerts, TracedGraphs):
             if text not in block_ends:
                 block_ends[text] = _with_block_ends(text)
             tape.end_line = block_ends[text].get(tape.line, tape.end_line)
+        self.trim_ops()
         kept = set()
         for op in self.ops:
             kept.add(op.id)
