@@ -27,8 +27,9 @@ from ..words import reasons  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
-from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
+from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
+from .user_import import make_import  # noqa: E402
 from .window import TapeWindow  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
