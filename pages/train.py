@@ -131,31 +131,7 @@ def dashboard():
     if bool(run and run.live) != live_when_drawn:
         st.rerun()                  # start or stop the periodic redraw
     status = run.status if run else None
-
-    # Buttons as wide as their words: in equal columns they shrank to "St…" at 1024 px.
-    row = st.container(horizontal=True, vertical_alignment="center")
-    b = [row] * 6
-    b[0].button("Start", icon=":material/play_arrow:", type="primary", on_click=start, width="content",
-                disabled=status in ("queued", "starting", "running", "paused"),
-                help="A new run with the settings above.")
-    b[1].button("Stop", icon=":material/pause:", on_click=lambda: run.pause(), width="content", disabled=status != "running",
-                help="Pause the run; Resume carries on where it stopped, history and all.")
-    b[2].button("Resume", icon=":material/resume:", on_click=lambda: run.resume(), width="content", disabled=status != "paused")
-    b[3].button("Reset", icon=":material/restart_alt:", on_click=reset, width="content", disabled=run is None,
-                help="End this run and clear its charts.")
-    inspect = b[4].button("Inspect this step", icon=":material/search:", width="content", disabled=not (run and run.start),
-                          help="Record the step this run takes next (its weights, Adam's "
-                               "state and batch) and show its tape on the debugger page, grouped "
-                               "by layer. A finished run gives one step from fresh weights.")
-    if inspect:
-        program = run.start["step_program"]
-        # A sandboxed worker cannot write where the next worker reads: fresh weights there.
-        snap = None if session.runner().sandboxed else run.snapshot_now()
-        if snap and snap.get("step_program"):
-            program = snap["step_program"]
-        debugger.hand_over(st.session_state, program, call=0)   # the step's gradient flow
-        st.switch_page("pages/debugger.py")
-
+    row = buttons(run, status)
     if run is None:
         st.info("Choose a model and settings, then press **Start**. The loss, the held-out accuracy, "
                 "the gradient norm of every layer and sample predictions appear here as it trains.")
@@ -163,18 +139,70 @@ def dashboard():
         return
 
     p = run.progress()
-    cfg = run.config
     if status == "running" and p["total"] and p["step"] >= p["total"]:
         status = "finished"     # every step ran; the worker is only packing up
-    b[5].markdown(f"**{STATUS.get(status, status)}**"
-                  + (f" — number **{run.place}** in line for a training worker" if status == "queued" else ""))
+    show_status(row, run, status, p)
+    steps = training_run.thin(run.steps)
+    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
+    show_loss_and_accuracy(run, steps, n)
+    # The numbers, the data and the warnings under the first charts: they are above the fold
+    show_numbers(run, status, p)
+    if run.start:
+        show_data(run)
+    show_warnings(run)
+    left, right = st.columns(2)
+    left.plotly_chart(figure("grad", (n, k), lambda: train_figures.grad_norm_figure(steps, run.warnings)),
+                      key="grad_chart", height=460)
+    right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),
+                              lambda: train_figures.prediction_grid(run.predictions)),
+                       key="prediction_chart")
+
+    if (speed := run.speed()) is not None:
+        st.session_state.setdefault("speeds", {}).setdefault(
+            training_run.speed_key(run.config), {})[run.mode] = speed
+    show_speeds()
+
+
+def buttons(run, status):
+    """Start, Stop, Resume, Reset and Inspect this step, in one row; the row, where the
+    status goes after them."""
+    # Buttons as wide as their words: in equal columns they shrank to "St…" at 1024 px.
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.button("Start", icon=":material/play_arrow:", type="primary", on_click=start, width="content",
+               disabled=status in ("queued", "starting", "running", "paused"),
+               help="A new run with the settings above.")
+    row.button("Stop", icon=":material/pause:", on_click=lambda: run.pause(), width="content", disabled=status != "running",
+               help="Pause the run; Resume carries on where it stopped, history and all.")
+    row.button("Resume", icon=":material/resume:", on_click=lambda: run.resume(), width="content", disabled=status != "paused")
+    row.button("Reset", icon=":material/restart_alt:", on_click=reset, width="content", disabled=run is None,
+               help="End this run and clear its charts.")
+    if row.button("Inspect this step", icon=":material/search:", width="content", disabled=not (run and run.start),
+                  help="Record the step this run takes next (its weights, Adam's "
+                       "state and batch) and show its tape on the debugger page, grouped "
+                       "by layer. A finished run gives one step from fresh weights."):
+        program = run.start["step_program"]
+        # A sandboxed worker cannot write where the next worker reads: fresh weights there.
+        snap = None if session.runner().sandboxed else run.snapshot_now()
+        if snap and snap.get("step_program"):
+            program = snap["step_program"]
+        debugger.hand_over(st.session_state, program, call=0)   # the step's gradient flow
+        st.switch_page("pages/debugger.py")
+    return row
+
+
+def show_status(row, run, status, p):
+    """The run's state after the buttons, its progress bar, and its failure if it failed."""
+    row.markdown(f"**{STATUS.get(status, status)}**"
+                 + (f" — number **{run.place}** in line for a training worker" if status == "queued" else ""))
     label = (f"step {p['step']:,} of {p['total']:,}  ·  epoch {p['epoch']} of {p['epochs']}"
              if p["total"] else "waiting for the first step…")
     st.progress(p["fraction"], text=label)
     if run.error:
         st.error(f"**The run failed:** {literal(run.error, 2_000)}")
-    steps = training_run.thin(run.steps)
-    n, k = (id(run), len(steps), steps[-1]["step"] if steps else 0), len(run.warnings)
+
+
+def show_loss_and_accuracy(run, steps, n):
+    """The first two charts; `n` is the steps' version (the run, their count, the last)."""
     left, right = st.columns(2)
     log_loss = bool(st.session_state.get("t_log_loss"))
     left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
@@ -184,7 +212,10 @@ def dashboard():
     right.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
                               lambda: train_figures.accuracy_figure(run.evals)),
                        key="accuracy_chart", height=380)
-    # The numbers, the data and the warnings under the first charts: they are above the fold
+
+
+def show_numbers(run, status, p):
+    """Step, epoch, speed, ETA, loss and held-out accuracy, in one row."""
     m = st.columns(6)
     m[0].metric("Step", f"{p['step']:,}")
     m[1].metric("Epoch", f"{p['epoch']} / {p['epochs']}")
@@ -198,32 +229,27 @@ def dashboard():
     m[3].metric("ETA", training_run.duration(p["eta_s"]))
     m[4].metric("Loss", f"{run.steps[-1]['loss']:.3f}" if run.steps else "—")
     m[5].metric("Held-out accuracy", f"{run.evals[-1]['accuracy']:.1%}" if run.evals else "—")
-    if run.start:
-        st.caption(f"**Data:** {literal(run.start['source'], 300)}  ·  {run.start['train_size']:,} train / "
-                   f"{run.start['test_size']:,} held-out digits  ·  model **{cfg['model']}** "
-                   f"({run.start['params']:,} parameters), batch {cfg['batch_size']}, learning rate "
-                   f"{cfg['learning_rate']:g}, {run.mode}")
-        if run.start.get("notes"):
-            with st.expander("Sources passed over"):
-                st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
 
+
+def show_data(run):
+    """Where the run's digits came from, its model and settings; the sources passed over."""
+    cfg = run.config
+    st.caption(f"**Data:** {literal(run.start['source'], 300)}  ·  {run.start['train_size']:,} train / "
+               f"{run.start['test_size']:,} held-out digits  ·  model **{cfg['model']}** "
+               f"({run.start['params']:,} parameters), batch {cfg['batch_size']}, learning rate "
+               f"{cfg['learning_rate']:g}, {run.mode}")
+    if run.start.get("notes"):
+        with st.expander("Sources passed over"):
+            st.markdown("\n".join(f"- {literal(note, 500)}" for note in run.start["notes"]))
+
+
+def show_warnings(run):
+    """The first warning of each layer, six at most."""
     listed = training_run.first_per_layer(run.warnings)
     for warning in listed[:6]:
         (st.error if warning.get("kind") == "nan" else st.warning)(training_run.warning_text(warning))
     if len(listed) > 6:
         st.caption(f"…and {len(listed) - 6} more layers with warnings (see the gradient chart).")
-
-    left, right = st.columns(2)
-    left.plotly_chart(figure("grad", (n, k), lambda: train_figures.grad_norm_figure(steps, run.warnings)),
-                      key="grad_chart", height=460)
-    right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),
-                              lambda: train_figures.prediction_grid(run.predictions)),
-                       key="prediction_chart")
-
-    if (speed := run.speed()) is not None:
-        st.session_state.setdefault("speeds", {}).setdefault(
-            training_run.speed_key(cfg), {})[run.mode] = speed
-    show_speeds()
 
 
 def show_speeds():

@@ -114,12 +114,9 @@ def record_main(args) -> int:
     except OSError as e:
         print(f"tapeviz record: cannot read {args.program}: {e.strerror or e}", file=sys.stderr)
         return 2
-    if args.tapes and args.keep_steps:
-        print("tapeviz record: --tapes and --keep-steps both choose the tapes to record; "
-              "give one", file=sys.stderr)
-        return 2
-    if args.timeout is not None and args.timeout <= 0:
-        print("tapeviz record: --timeout must be positive", file=sys.stderr)
+    problem = _options_problem(args)
+    if problem is not None:
+        print(f"tapeviz record: {problem}", file=sys.stderr)
         return 2
     config = runner.Config.from_env()
     config.warm = 0                      # one run: no spare worker to keep warm
@@ -137,17 +134,38 @@ def record_main(args) -> int:
     # the JSON. Local mode: a hosted worker's sandbox cannot reach the pipes.
     live = None if config.hosted else LiveOutput()
     try:
-        program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
-                   "path": str(path.resolve().parent)}
-        with live or contextlib.nullcontext():
-            if live is not None:
-                program["terminal"] = {k: v for k, v in live.paths.items()
-                                       if k == "stderr" or to_file}
-            recording = pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
-                                    program=program, tapes=args.tapes,
-                                    eager=args.eager, keep_steps=args.keep_steps)
+        recording = _record_with(pool, args, path, source, live, to_file)
     finally:
         pool.close()
+    _write_recording(args, recording, to_file, live)
+    return told(recording)
+
+
+def _options_problem(args):
+    """What is wrong with `record`'s options together, or None."""
+    if args.tapes and args.keep_steps:
+        return "--tapes and --keep-steps both choose the tapes to record; give one"
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout must be positive"
+    return None
+
+
+def _record_with(pool, args, path: Path, source: str, live, to_file: bool) -> dict:
+    """The program recorded by a worker of `pool`, as `python PROGRAM.py ARGS` would run it
+    here, its output live on this terminal when `live`."""
+    program = {"argv": [args.program, *args.args], "cwd": os.getcwd(),
+               "path": str(path.resolve().parent)}
+    with live or contextlib.nullcontext():
+        if live is not None:
+            program["terminal"] = {k: v for k, v in live.paths.items()
+                                   if k == "stderr" or to_file}
+        return pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
+                           program=program, tapes=args.tapes,
+                           eager=args.eager, keep_steps=args.keep_steps)
+
+
+def _write_recording(args, recording: dict, to_file: bool, live) -> None:
+    """The JSON to -o or stdout; hosted, the output the recording kept."""
     text = json.dumps(recording, allow_nan=False)
     if to_file:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -159,7 +177,6 @@ def record_main(args) -> int:
     if live is None:
         sys.stderr.write(recording.get("stderr") or "")
         sys.stderr.flush()
-    return told(recording)
 
 
 def told(recording: dict) -> int:
@@ -168,17 +185,7 @@ def told(recording: dict) -> int:
         if warning.get("kind") == "data":
             print(f"tapeviz record: {warning.get('message')}", file=sys.stderr)
     error = recording.get("error")
-    summary = (f"{len(recording['ops'])} ops, {len(recording['tensors'])} tensors, "
-               f"{len(recording['tapes'])} tapes")
-    if recording.get("skipped"):
-        summary += f"; {recording['skipped'].get('note', recording['skipped'])}"
-    if recording.get("dropped"):
-        summary += "; dropped by the recording's bounds: " + ", ".join(
-            f"{n:,} {what}" for what, n in recording["dropped"].items())
-    cut = [name for name in ("stdout", "stderr")
-           if str(recording.get(name) or "").startswith("[... ")]
-    if cut:
-        summary += f"; the recording keeps the newest part of its {' and '.join(cut)}"
+    summary = _summary(recording)
     if error:
         where = ""
         if error.get("line"):
@@ -191,6 +198,22 @@ def told(recording: dict) -> int:
         return program_status(error)
     print(f"tapeviz record: ok ({summary})", file=sys.stderr)
     return 0
+
+
+def _summary(recording: dict) -> str:
+    """"12 ops, 30 tensors, 1 tapes", and what the recording left out or cut."""
+    summary = (f"{len(recording['ops'])} ops, {len(recording['tensors'])} tensors, "
+               f"{len(recording['tapes'])} tapes")
+    if recording.get("skipped"):
+        summary += f"; {recording['skipped'].get('note', recording['skipped'])}"
+    if recording.get("dropped"):
+        summary += "; dropped by the recording's bounds: " + ", ".join(
+            f"{n:,} {what}" for what, n in recording["dropped"].items())
+    cut = [name for name in ("stdout", "stderr")
+           if str(recording.get(name) or "").startswith("[... ")]
+    if cut:
+        summary += f"; the recording keeps the newest part of its {' and '.join(cut)}"
+    return summary
 
 
 _EXIT_CODE = re.compile(r"(?:the program ended with os\._exit\()?(-?\d+)\)?")

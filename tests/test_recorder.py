@@ -707,13 +707,13 @@ FAULT_PROGRAM = src("""
 def test_a_fault_inside_tapeviz_never_changes_the_program(monkeypatch, where):
     _, out = run_plain(FAULT_PROGRAM)
     from tapeviz.worker import numerics
-    from tapeviz.worker.capture import tensors
+    from tapeviz.worker.capture import names
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected fault")
 
     if where == "scan":
-        monkeypatch.setattr(tensors.TensorsAndNames, "_name_one", broken)
+        monkeypatch.setattr(names.Names, "_name_one", broken)
     else:
         monkeypatch.setattr(numerics, where, broken)
     rec, ns = run_recorded(FAULT_PROGRAM)

@@ -1,16 +1,14 @@
-"""Worker side: the instrumented GradientTape and the `tensorflow` that user code imports.
+"""Worker side: the instrumented GradientTape, and the adoption of tapes of TensorFlow's class.
 
 The tape is a real tf.GradientTape subclass made per run, so TensorFlow computes every
-result; it only tells the run's capture.Session what happens. User code gets it
-through its own `__import__`: sys.modules and every library keep the real module.
+result; it only tells the run's capture.Session what happens. User code gets it through
+its own `__import__` (user_import.py).
 """
 from __future__ import annotations
 
-import builtins
 import contextlib
 import operator
 import sys
-import types
 
 import tensorflow as tf
 from tensorflow.python.eager import backprop, context, record as tape_record
@@ -29,254 +27,289 @@ def make_tape_class(session: Session):
     It is a real GradientTape (isinstance holds, results are TensorFlow's own); it only
     tells the session what happens. Made per run so that no global state is patched."""
 
-    class GradientTape(tf.GradientTape):
+    class GradientTape(_RecordedTape):
         __doc__ = tf.GradientTape.__doc__
-        _tapeviz_inner = 0
-
-        def _tracked(self) -> bool:
-            return context.executing_eagerly() and not self._tapeviz_inner
-
-        def __enter__(self):
-            result = super().__enter__()
-            window = session.window           # only some top-level tapes record
-            if self._tracked():
-                frame = session.user_frame(sys._getframe(1))
-                if window is None or window.enter(self, (session.here, frame and frame.f_lineno)):
-                    state = _quietly(session, "could not follow this tape", session.open_tape,
-                                     self, frame)
-                    if window is not None and state is not None and state.rec.parent is None:
-                        state.rec.index = window.current
-            elif not context.executing_eagerly():
-                # the `with`'s frame: an adopted tape came here through adopt_tapes' __enter__
-                _quietly(session, "could not note this tape", session.traced_tape, self,
-                         sys._getframe(2 if "_tapeviz_adopted" in self.__dict__ else 1))
-            return result
-
-        def __exit__(self, typ, value, tb):
-            result = super().__exit__(typ, value, tb)
-            if session.window is not None:
-                session.window.exit(self)
-            if "_tapeviz_traced_rec" in self.__dict__:
-                _quietly(session, "could not note this tape", session.traced_tape_exit, self)
-            if self._tracked() and session.state_of(self) is not None:
-                frame = session.user_frame(sys._getframe(1))
-                session.scan_names(frame)
-                _quietly(session, "could not follow this tape", session.close_tape, self, frame)
-            return result
-
-        def watch(self, tensor):
-            super().watch(tensor)
-            if self._tracked():
-                _quietly(session, "could not follow tape.watch", session.watch, self, tensor,
-                         session.user_frame(sys._getframe(1)))
-
-        @contextlib.contextmanager
-        def stop_recording(self):
-            state = session.state_of(self)
-            with super().stop_recording():
-                if state is not None:
-                    session.pause_span(state)
-                try:
-                    yield
-                finally:
-                    if state is not None:
-                        session.resume_span(state)
-
-        def reset(self):
-            super().reset()
-            if self._tracked():
-                _quietly(session, "could not follow tape.reset", session.reset_tape, self,
-                         session.user_frame(sys._getframe(1)))
-
-        def gradient(self, target, sources, output_gradients=None,
-                     unconnected_gradients=tf.UnconnectedGradients.NONE):
-            state = session.state_of(self)
-            if not self._tracked() or state is None:
-                if "_tapeviz_traced" in self.__dict__ and not self._tapeviz_inner \
-                        and not context.executing_eagerly():
-                    return session.traced_gradient(self, target, sources, lambda: super(
-                        GradientTape, self).gradient(target, sources, output_gradients,
-                                                     unconnected_gradients), sys._getframe(1))
-                if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
-                    return self._unrecorded_call("gradient", target, sources, lambda: super(
-                        GradientTape, self).gradient(target, sources, output_gradients,
-                                                     unconnected_gradients))
-                return super().gradient(target, sources, output_gradients,
-                                        unconnected_gradients)
-            frame = session.user_frame(sys._getframe(1))
-            call = _quietly(session, "could not follow this gradient call", self._begin_call,
-                            "gradient", target, sources, frame)
-            if call is None:
-                return super().gradient(target, sources, output_gradients,
-                                        unconnected_gradients)
-            flat_sources = nest.flatten(sources)
-            # Ask TensorFlow for d target / d t of the tensors between sources and target in the
-            # same call: the backward pass computes them anyway, so the user's results and the
-            # ops it runs are unchanged, and nothing extra is recorded on any tape.
-            flow_ids = []
-            if self._tape is not None:
-                flow_ids = _quietly(session, "could not find the gradient flow", session.between,
-                                    state, self._flat_ids(target),
-                                    self._flat_ids(flat_sources)) or []
-            flow_tensors = [state.held[i] for i in flow_ids]
-            asked = flat_sources + flow_tensors
-            first = session.next_op
-            session.grad_depth += 1
-            session.grad_call = len(state.rec.gradients) - 1
-            try:
-                # One flat list: TF flattens sources and packs its results back into their
-                # structure, and a nested one costs nest's protocol checks per list per call
-                flat_grads = super().gradient(target, asked, output_gradients,
-                                              unconnected_gradients)
-            except Exception as e:
-                call.error = f"{type(e).__name__}: {e}"
-                raise
-            finally:
-                session.grad_depth -= 1
-                if not self._persistent:
-                    state.release()
-            n = len(flat_sources)
-            source_grads, flow_grads = flat_grads[:n], flat_grads[n:]
-            grads = _pack(sources, flat_sources, source_grads)
-            session.quiet += 1
-            try:
-                if flow_tensors:          # what TF leaked for the flow's extra sources
-                    _quietly(session, "could not free the gradient flow's tensors",
-                             shared_gradients.release, asked, flat_grads, n)
-                _quietly(session, "could not describe this gradient call", session.finish_call,
-                         state, call, flat_sources, source_grads, flow_ids, flow_grads, first)
-                _quietly(session, "could not summarize this gradient call", session.steps.add,
-                         session, state, call, target, flat_sources)
-            finally:
-                session.quiet -= 1
-            return grads
-
-        def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
-                     parallel_iterations=None, experimental_use_pfor=True):
-            return self._jacobian_call("jacobian", target, sources, dict(
-                unconnected_gradients=unconnected_gradients,
-                parallel_iterations=parallel_iterations,
-                experimental_use_pfor=experimental_use_pfor))
-
-        def batch_jacobian(self, target, source,
-                           unconnected_gradients=tf.UnconnectedGradients.NONE,
-                           parallel_iterations=None, experimental_use_pfor=True):
-            return self._jacobian_call("batch_jacobian", target, source, dict(
-                unconnected_gradients=unconnected_gradients,
-                parallel_iterations=parallel_iterations,
-                experimental_use_pfor=experimental_use_pfor))
-
-        # -- helpers ----------------------------------------------------------------------
-        def _jacobian_call(self, kind, target, sources, kwargs):
-            method = getattr(super(), kind)
-            state = session.state_of(self)
-            if not self._tracked() or state is None:
-                if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
-                    return self._unrecorded_call(kind, target, sources,
-                                                 lambda: method(target, sources, **kwargs), 3)
-                return method(target, sources, **kwargs)
-            frame = session.user_frame(sys._getframe(2))
-            call = _quietly(session, f"could not follow this {kind} call", self._begin_call,
-                            kind, target, sources, frame)
-            if call is None:
-                return method(target, sources, **kwargs)
-            flow_ids = (_quietly(session, "could not find the gradient flow", session.between,
-                                 state, self._flat_ids(target),
-                                 self._flat_ids(nest.flatten(sources))) or []) \
-                if self._tape is not None else []
-            first = session.next_op
-            session.grad_depth += 1
-            session.grad_call = len(state.rec.gradients) - 1
-            self._tapeviz_inner += 1     # jacobian calls self.gradient inside: pass it through
-            try:
-                result = method(target, sources, **kwargs)
-            except Exception as e:
-                call.error = f"{type(e).__name__}: {e}"
-                raise
-            finally:
-                self._tapeviz_inner -= 1
-                session.grad_depth -= 1
-            flow_grads = []
-            if self._persistent and flow_ids:
-                # The flow of a jacobian is d sum(target) / d t, asked separately: with every
-                # tape stopped and the callback quiet, nothing of it lands in the recording.
-                session.quiet += 1
-                try:
-                    flow_sources = [state.held[i] for i in flow_ids]
-                    with tape_record.stop_recording():
-                        flow_grads = super().gradient(target, flow_sources)
-                    _quietly(session, "could not free the gradient flow's tensors",
-                             shared_gradients.release, flow_sources, flow_grads, 0)
-                finally:
-                    session.quiet -= 1
-            elif flow_ids:
-                call.note = ("gradient flow of a jacobian needs a persistent tape "
-                             "(tf.GradientTape(persistent=True)): a non-persistent tape can "
-                             "answer only one question")
-                flow_ids = []
-            flat_sources = nest.flatten(sources)
-            flat_results = nest.flatten(result)
-            session.quiet += 1
-            try:
-                _quietly(session, f"could not describe this {kind} call", session.finish_call,
-                         state, call, flat_sources, flat_results, flow_ids, flow_grads, first)
-                _quietly(session, f"could not summarize this {kind} call", session.steps.add,
-                         session, state, call, target, flat_sources)
-            finally:
-                session.quiet -= 1
-            return result
-
-        def _unrecorded_call(self, kind, target, sources, compute, depth=2):
-            """A gradient call of a tape the window left unrecorded (a loop's later step):
-            TensorFlow's call as plainly, then its summary alone, from the target's value and
-            each result's norm (NumPy, no op), so the run view still charts this step."""
-            frame = session.user_frame(sys._getframe(depth))
-            where = (session.here, frame.f_lineno if frame else None)
-            tape_id, index = self.__dict__["_tapeviz_unrecorded"]
-            self.__dict__["_tapeviz_unrecorded"][1] += 1
-            try:
-                results = compute()
-            except Exception as e:
-                _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
-                         session, tape_id, index, kind, where, target, sources, None,
-                         f"{type(e).__name__}: {e}")
-                raise
-            session.quiet += 1
-            try:
-                _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
-                         session, tape_id, index, kind, where, target, sources, results, None)
-            finally:
-                session.quiet -= 1
-            return results
-
-        def _begin_call(self, kind, target, sources, frame) -> GradientCall:
-            state = session.state_of(self)
-            line = frame.f_lineno if frame else None
-
-            def ids(structure) -> list:   # of its tensors and variables; the rest is skipped
-                return [session.tensor_id(obj, line)
-                        for obj in map(handle_or_self, nest.flatten(structure)) if obj is not None]
-
-            call = GradientCall(line, kind, ids(target), ids(sources), file=session.here)
-            if self._recording and self._persistent:
-                call.warning = reasons.PERSISTENT_INSIDE_HINT
-                session.warnings.append({"line": line, "message": reasons.PERSISTENT_INSIDE_HINT})
-            state.rec.gradients.append(call)
-            session.scan_names(frame)      # names for targets and sources first seen here
-            return call
-
-        @staticmethod
-        def _flat_ids(structure) -> set:
-            ids = set()
-            for t in nest.flatten(structure):
-                obj = handle_or_self(t)
-                if obj is not None:
-                    ids.add(obj._id)
-            return ids
+        _tapeviz_session = session
 
     GradientTape.__module__ = "tensorflow"
     GradientTape.__qualname__ = "GradientTape"
     return GradientTape
+
+
+class _RecordedTape(backprop.GradientTape):
+    """The instrumented tape's methods. Its run's Session is the class attribute
+    `_tapeviz_session` of the subclass make_tape_class makes: the instance holds nothing of
+    tapeviz's beyond TensorFlow's own, so adopt_tapes can switch a plain tape's class."""
+
+    _tapeviz_session: Session
+    _tapeviz_inner = 0
+
+    def _tracked(self) -> bool:
+        return context.executing_eagerly() and not self._tapeviz_inner
+
+    def __enter__(self):
+        result = super().__enter__()
+        session = self._tapeviz_session
+        window = session.window           # only some top-level tapes record
+        if self._tracked():
+            frame = session.user_frame(sys._getframe(1))
+            if window is None or window.enter(self, (session.here, frame and frame.f_lineno)):
+                state = _quietly(session, "could not follow this tape", session.open_tape,
+                                 self, frame)
+                if window is not None and state is not None and state.rec.parent is None:
+                    state.rec.index = window.current
+        elif not context.executing_eagerly():
+            # the `with`'s frame: an adopted tape came here through adopt_tapes' __enter__
+            _quietly(session, "could not note this tape", session.traced_tape, self,
+                     sys._getframe(2 if "_tapeviz_adopted" in self.__dict__ else 1))
+        return result
+
+    def __exit__(self, typ, value, tb):
+        result = super().__exit__(typ, value, tb)
+        session = self._tapeviz_session
+        if session.window is not None:
+            session.window.exit(self)
+        if "_tapeviz_traced_rec" in self.__dict__:
+            _quietly(session, "could not note this tape", session.traced_tape_exit, self)
+        if self._tracked() and session.state_of(self) is not None:
+            frame = session.user_frame(sys._getframe(1))
+            session.scan_names(frame)
+            _quietly(session, "could not follow this tape", session.close_tape, self, frame)
+        return result
+
+    def watch(self, tensor):
+        super().watch(tensor)
+        if self._tracked():
+            session = self._tapeviz_session
+            _quietly(session, "could not follow tape.watch", session.watch, self, tensor,
+                     session.user_frame(sys._getframe(1)))
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        session = self._tapeviz_session
+        state = session.state_of(self)
+        with super().stop_recording():
+            if state is not None:
+                session.pause_span(state)
+            try:
+                yield
+            finally:
+                if state is not None:
+                    session.resume_span(state)
+
+    def reset(self):
+        super().reset()
+        if self._tracked():
+            session = self._tapeviz_session
+            _quietly(session, "could not follow tape.reset", session.reset_tape, self,
+                     session.user_frame(sys._getframe(1)))
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        session = self._tapeviz_session
+        state = session.state_of(self)
+        if self._tracked() and state is not None:
+            call = _quietly(session, "could not follow this gradient call", self._begin_call,
+                            "gradient", target, sources, session.user_frame(sys._getframe(1)))
+            if call is not None:
+                return self._recorded_gradient(state, call, target, sources, output_gradients,
+                                               unconnected_gradients)
+        elif "_tapeviz_traced" in self.__dict__ and not self._tapeviz_inner \
+                and not context.executing_eagerly():
+            return session.traced_gradient(self, target, sources, lambda: super(
+                _RecordedTape, self).gradient(target, sources, output_gradients,
+                                              unconnected_gradients), sys._getframe(1))
+        elif self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
+            return self._unrecorded_call("gradient", target, sources, lambda: super(
+                _RecordedTape, self).gradient(target, sources, output_gradients,
+                                              unconnected_gradients))
+        return super().gradient(target, sources, output_gradients, unconnected_gradients)
+
+    def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        return self._jacobian_call("jacobian", target, sources, dict(
+            unconnected_gradients=unconnected_gradients,
+            parallel_iterations=parallel_iterations,
+            experimental_use_pfor=experimental_use_pfor))
+
+    def batch_jacobian(self, target, source,
+                       unconnected_gradients=tf.UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        return self._jacobian_call("batch_jacobian", target, source, dict(
+            unconnected_gradients=unconnected_gradients,
+            parallel_iterations=parallel_iterations,
+            experimental_use_pfor=experimental_use_pfor))
+
+    # -- a recorded gradient call ---------------------------------------------------------
+    def _recorded_gradient(self, state, call, target, sources, output_gradients,
+                           unconnected_gradients):
+        """`gradient` of a recorded tape, whose call `_begin_call` has noted."""
+        session = self._tapeviz_session
+        flat_sources = nest.flatten(sources)
+        # Ask TensorFlow for d target / d t of the tensors between sources and target in the
+        # same call: the backward pass computes them anyway, so the user's results and the
+        # ops it runs are unchanged, and nothing extra is recorded on any tape.
+        flow_ids = self._flow_ids(state, target, flat_sources)
+        flow_tensors = [state.held[i] for i in flow_ids]
+        asked = flat_sources + flow_tensors
+        first = session.next_op
+        session.grad_depth += 1
+        session.grad_call = len(state.rec.gradients) - 1
+        try:
+            # One flat list: TF flattens sources and packs its results back into their
+            # structure, and a nested one costs nest's protocol checks per list per call
+            flat_grads = super().gradient(target, asked, output_gradients,
+                                          unconnected_gradients)
+        except Exception as e:
+            call.error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            session.grad_depth -= 1
+            if not self._persistent:
+                state.release()
+        n = len(flat_sources)
+        source_grads, flow_grads = flat_grads[:n], flat_grads[n:]
+        grads = _pack(sources, flat_sources, source_grads)
+        session.quiet += 1
+        try:
+            if flow_tensors:          # what TF leaked for the flow's extra sources
+                _quietly(session, "could not free the gradient flow's tensors",
+                         shared_gradients.release, asked, flat_grads, n)
+            self._describe_call("gradient", state, call, target, flat_sources, source_grads,
+                                flow_ids, flow_grads, first)
+        finally:
+            session.quiet -= 1
+        return grads
+
+    def _jacobian_call(self, kind, target, sources, kwargs):
+        method = getattr(super(), kind)
+        session = self._tapeviz_session
+        state = session.state_of(self)
+        if not self._tracked() or state is None:
+            if self._tracked() and "_tapeviz_unrecorded" in self.__dict__:
+                return self._unrecorded_call(kind, target, sources,
+                                             lambda: method(target, sources, **kwargs), 3)
+            return method(target, sources, **kwargs)
+        frame = session.user_frame(sys._getframe(2))
+        call = _quietly(session, f"could not follow this {kind} call", self._begin_call,
+                        kind, target, sources, frame)
+        if call is None:
+            return method(target, sources, **kwargs)
+        flat_sources = nest.flatten(sources)
+        flow_ids = self._flow_ids(state, target, flat_sources)
+        first = session.next_op
+        session.grad_depth += 1
+        session.grad_call = len(state.rec.gradients) - 1
+        self._tapeviz_inner += 1     # jacobian calls self.gradient inside: pass it through
+        try:
+            result = method(target, sources, **kwargs)
+        except Exception as e:
+            call.error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self._tapeviz_inner -= 1
+            session.grad_depth -= 1
+        flow_ids, flow_grads = self._jacobian_flow(state, call, target, flow_ids)
+        flat_results = nest.flatten(result)
+        session.quiet += 1
+        try:
+            self._describe_call(kind, state, call, target, flat_sources, flat_results,
+                                flow_ids, flow_grads, first)
+        finally:
+            session.quiet -= 1
+        return result
+
+    def _jacobian_flow(self, state, call, target, flow_ids: list) -> tuple:
+        """(flow ids, their gradients) for a jacobian call: d sum(target) / d t, asked
+        separately. With every tape stopped and the callback quiet, nothing of it lands in
+        the recording. A non-persistent tape has none: its one question is spent."""
+        if not flow_ids:
+            return flow_ids, []
+        if not self._persistent:
+            call.note = ("gradient flow of a jacobian needs a persistent tape "
+                         "(tf.GradientTape(persistent=True)): a non-persistent tape can "
+                         "answer only one question")
+            return [], []
+        session = self._tapeviz_session
+        session.quiet += 1
+        try:
+            flow_sources = [state.held[i] for i in flow_ids]
+            with tape_record.stop_recording():
+                flow_grads = super().gradient(target, flow_sources)
+            _quietly(session, "could not free the gradient flow's tensors",
+                     shared_gradients.release, flow_sources, flow_grads, 0)
+        finally:
+            session.quiet -= 1
+        return flow_ids, flow_grads
+
+    def _flow_ids(self, state, target, flat_sources: list) -> list:
+        """The recording ids of the tensors between `flat_sources` and `target` on this tape
+        (none once TensorFlow has let go of the tape)."""
+        if self._tape is None:
+            return []
+        session = self._tapeviz_session
+        return _quietly(session, "could not find the gradient flow", session.between, state,
+                        self._flat_ids(target), self._flat_ids(flat_sources)) or []
+
+    def _describe_call(self, kind, state, call, target, flat_sources, results, flow_ids,
+                       flow_grads, first) -> None:
+        """The call's results and flow into the recording, and its summary into the steps
+        (the caller keeps the session quiet)."""
+        session = self._tapeviz_session
+        _quietly(session, f"could not describe this {kind} call", session.finish_call,
+                 state, call, flat_sources, results, flow_ids, flow_grads, first)
+        _quietly(session, f"could not summarize this {kind} call", session.steps.add,
+                 session, state, call, target, flat_sources)
+
+    def _unrecorded_call(self, kind, target, sources, compute, depth=2):
+        """A gradient call of a tape the window left unrecorded (a loop's later step):
+        TensorFlow's call as plainly, then its summary alone, from the target's value and
+        each result's norm (NumPy, no op), so the run view still charts this step."""
+        session = self._tapeviz_session
+        frame = session.user_frame(sys._getframe(depth))
+        where = (session.here, frame.f_lineno if frame else None)
+        tape_id, index = self.__dict__["_tapeviz_unrecorded"]
+        self.__dict__["_tapeviz_unrecorded"][1] += 1
+        try:
+            results = compute()
+        except Exception as e:
+            _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
+                     session, tape_id, index, kind, where, target, sources, None,
+                     f"{type(e).__name__}: {e}")
+            raise
+        session.quiet += 1
+        try:
+            _quietly(session, f"could not summarize this {kind} call", session.steps.add_plain,
+                     session, tape_id, index, kind, where, target, sources, results, None)
+        finally:
+            session.quiet -= 1
+        return results
+
+    def _begin_call(self, kind, target, sources, frame) -> GradientCall:
+        session = self._tapeviz_session
+        state = session.state_of(self)
+        line = frame.f_lineno if frame else None
+
+        def ids(structure) -> list:   # of its tensors and variables; the rest is skipped
+            return [session.tensor_id(obj, line)
+                    for obj in map(handle_or_self, nest.flatten(structure)) if obj is not None]
+
+        call = GradientCall(line, kind, ids(target), ids(sources), file=session.here)
+        if self._recording and self._persistent:
+            call.warning = reasons.PERSISTENT_INSIDE_HINT
+            session.warnings.append({"line": line, "message": reasons.PERSISTENT_INSIDE_HINT})
+        state.rec.gradients.append(call)
+        session.scan_names(frame)      # names for targets and sources first seen here
+        return call
+
+    @staticmethod
+    def _flat_ids(structure) -> set:
+        ids = set()
+        for t in nest.flatten(structure):
+            obj = handle_or_self(t)
+            if obj is not None:
+                ids.add(obj._id)
+        return ids
 
 
 def _quietly(session, what, fn, *args):
@@ -355,69 +388,3 @@ def _pack(sources, flat_sources: list, flat_grads: list):
             map(operator.is_, sources, flat_sources)):
         return sources.__class__(flat_grads)
     return nest.pack_sequence_as(sources, flat_grads)
-
-
-# -- the view of `tensorflow` that user code imports ----------------------------------------------
-
-class _Overlay(types.ModuleType):
-    """A module that answers a few names itself and forwards the rest to the real module."""
-
-    def __init__(self, real, overrides: dict):
-        super().__init__(real.__name__, getattr(real, "__doc__", None))
-        self.__dict__["_real"] = real
-        self.__dict__.update(overrides)
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["_real"], name)
-
-    def __dir__(self):
-        return sorted(set(dir(self.__dict__["_real"])) | set(self.__dict__))
-
-
-def make_import(tape_class):
-    """An __import__ for the user's globals: `tensorflow` comes with the instrumented tape.
-
-    Only the user's program sees it; sys.modules and every library keep the real module."""
-    overlays: dict = {}
-    overlay = _overlay_of(tf, tape_class, overlays)
-    real_import = builtins.__import__
-
-    def tapeviz_import(name, globals=None, locals=None, fromlist=(), level=0):
-        module = real_import(name, globals, locals, fromlist, level)
-        if level == 0 and (name == "tensorflow" or name.startswith("tensorflow.")):
-            if name == "tensorflow" or not fromlist:
-                return overlay           # `import tensorflow.x as y` walks attributes from here
-            # `from tensorflow.compat import v1`, `from tensorflow.compat.v1 import ...`
-            return overlays.get(id(module), module)
-        return module
-
-    return tapeviz_import
-
-
-# Submodules through which a program reaches the tape class: tf.autodiff, tf.compat.v1/v2
-_TAPE_PATHS = ("autodiff", "compat", "v1", "v2")
-
-
-def _overlay_of(module, tape_class, made: dict, depth: int = 0):
-    """`module`, or an overlay of it whose GradientTape (and whose submodules' ones, along
-    _TAPE_PATHS) is the instrumented class. `made` maps id(real module) -> what it became."""
-    key = id(module)
-    if key in made:
-        return made[key]
-    made[key] = module                       # a cycle (compat.v2.compat) ends here
-    overrides = {}
-    if getattr(module, "GradientTape", None) is tf.GradientTape:
-        overrides["GradientTape"] = tape_class
-    if depth < 3:
-        for name in _TAPE_PATHS:
-            try:
-                sub = getattr(module, name, None)
-            except Exception:                 # a lazy module that fails to load
-                continue
-            if isinstance(sub, types.ModuleType):
-                wrapped = _overlay_of(sub, tape_class, made, depth + 1)
-                if wrapped is not sub:
-                    overrides[name] = wrapped
-    if overrides:
-        made[key] = _Overlay(module, overrides)
-    return made[key]

@@ -24,8 +24,9 @@ from ..words import reasons  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
-from .instrumented import adopt_tapes, make_import, make_tape_class  # noqa: E402
+from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
+from .user_import import make_import  # noqa: E402
 from .window import TapeWindow  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
@@ -244,31 +245,64 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     shown = terminal.opened(program)
     out = _BoundedText(max_stdout, shown.stdout)
     err = _BoundedText(min(max_stdout, MAX_STDERR), shown.stderr)
-    error = None
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
-    except SyntaxError as exc:        # includes IndentationError
+    except (SyntaxError, ValueError) as exc:   # ValueError: e.g. source with NUL bytes
+        return _not_compiled(session, shown, exc, timeout, started)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    tape_class, env, namespace = _program_globals(session, program, namespace)
+    window = TapeWindow(session, tapes, keep_steps)
+    window.open()
+    try:
+        error = _run(session, code, namespace, env=env, tape_class=tape_class, out=out,
+                     err=err, emit=emit, started=started, timeout=timeout, eager=eager)
+    finally:
+        shown.close()
+        window.close()
+        linecache.cache.pop(filename, None)
+        if on_stopped is not None:
+            on_stopped()
+    rec = _recording(session, code, namespace, out, error, started)
+    rec.stderr = err.text()
+    rec.argv = list(program["argv"]) if program and program.get("argv") else None
+    rec.eager = eager
+    return rec
+
+
+def _not_compiled(session: Session, shown, exc: Exception, timeout: Optional[float],
+                  started: float) -> Recording:
+    """The recording of a program that does not compile: nothing ran, its error alone."""
+    if isinstance(exc, SyntaxError):  # includes IndentationError
         if shown.stderr is not None:  # as Python prints it, before running anything
             shown.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
         shown.close()
-        return session.finish("", _error(session, exc, filename, timeout or 0),
+        return session.finish("", _error(session, exc, session.filename, timeout or 0),
                               time.perf_counter() - started)
-    except ValueError as exc:         # e.g. source with NUL bytes
-        shown.close()
-        return session.finish("", Error("SyntaxError", str(exc), None,
-                                        "The program text is not valid Python source."),
-                              time.perf_counter() - started)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    shown.close()
+    return session.finish("", Error("SyntaxError", str(exc), None,
+                                    "The program text is not valid Python source."),
+                          time.perf_counter() - started)
+
+
+def _program_globals(session: Session, program: Optional[dict], namespace: Optional[dict]):
+    """(the run's tape class, its ProgramEnv, the program's globals): builtins whose
+    `__import__` gives the program the instrumented `tensorflow`."""
     user_builtins = dict(builtins.__dict__)
     tape_class = make_tape_class(session)
     user_builtins["__import__"] = make_import(tape_class)
-    env = ProgramEnv(program, session.files, user_builtins, filename)
+    env = ProgramEnv(program, session.files, user_builtins, session.filename)
     namespace = env.namespace(namespace)
-    namespace.update({"__name__": "__main__", "__file__": filename,
+    namespace.update({"__name__": "__main__", "__file__": session.filename,
                       "__builtins__": user_builtins})
     session.module_globals = namespace
-    window = TapeWindow(session, tapes, keep_steps)
-    window.open()
+    return tape_class, env, namespace
+
+
+def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, emit,
+         started: float, timeout: Optional[float], eager: bool) -> Optional[Error]:
+    """Run the compiled program with its output, time limit, tapes and exit steps in place;
+    the error it ended with (None: it finished, or exited with status 0)."""
+    filename = session.filename
     timer = None
     try:
         with exits.streamed(out, emit) as streamed, native_output.captured(streamed) as stdout, \
@@ -280,34 +314,38 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
                 shutdown.exit_handlers() as handlers:
-            threads = set(threading.enumerate())
-            try:
-                exec(code, namespace)
-            except BaseException as exc:
-                # As Python prints an uncaught exception, before the exit steps below; a
-                # timeout is tapeviz's own stop (plainly, a kill): no traceback
-                if not timer.fired:
-                    terminal.print_uncaught(exc, filename, stderr)
-                raise
-            finally:
-                # As `python PROGRAM.py` exits, also after an exception or sys.exit; not
-                # after a timeout, which plainly would have been a kill.
-                if not timer.fired:
-                    shutdown.join_threads(threads, timer.deadline,
-                                          lambda thread: timer.overrun(thread, filename))
-                    handlers.run()
+            _execute(code, namespace, filename, timer, stderr, handlers)
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
-            error = None
-        else:
-            error = _error(session, exc, filename, timeout or 0, timer)
+            return None
+        return _error(session, exc, filename, timeout or 0, timer)
+    return None
+
+
+def _execute(code, namespace: dict, filename: str, timer: _Timer, stderr, handlers) -> None:
+    """`exec` the program, then Python's exit steps, as `python PROGRAM.py` ends."""
+    threads = set(threading.enumerate())
+    try:
+        exec(code, namespace)
+    except BaseException as exc:
+        # As Python prints an uncaught exception, before the exit steps below; a
+        # timeout is tapeviz's own stop (plainly, a kill): no traceback
+        if not timer.fired:
+            terminal.print_uncaught(exc, filename, stderr)
+        raise
     finally:
-        shown.close()
-        window.close()
-        linecache.cache.pop(filename, None)
-        if on_stopped is not None:
-            on_stopped()
+        # As `python PROGRAM.py` exits, also after an exception or sys.exit; not
+        # after a timeout, which plainly would have been a kill.
+        if not timer.fired:
+            shutdown.join_threads(threads, timer.deadline,
+                                  lambda thread: timer.overrun(thread, filename))
+            handlers.run()
+
+
+def _recording(session: Session, code, namespace: dict, out: _BoundedText,
+               error: Optional[Error], started: float) -> Recording:
+    """The stopped program's Recording, with the names its last lines bound."""
     session.quiet += 1
     try:
         session.note_loops(code)               # loops of a program whose ops ran elsewhere
@@ -315,11 +353,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     finally:
         session.quiet -= 1
     with heap.paused():                        # the program has ended: no full collections
-        rec = session.finish(out.text(), error, time.perf_counter() - started)
-    rec.stderr = err.text()
-    rec.argv = list(program["argv"]) if program and program.get("argv") else None
-    rec.eager = eager
-    return rec
+        return session.finish(out.text(), error, time.perf_counter() - started)
 
 
 EAGER_NOTE = ("recorded with --eager: tf.functions (model.fit()'s train_step, @tf.function "

@@ -199,77 +199,103 @@ def run(config: dict, emit: Callable[[dict], None], commands=None) -> None:
     tf.keras.utils.set_random_seed(int(cfg["seed"]))
     upload = cfg["upload"] or (base64.b64decode(cfg["upload_b64"]) if cfg["upload_b64"] else None)
     digits = data.load_mnist(cfg["data_dir"], upload=upload,
-                           download=keras_download.load if cfg["download"] else None)
-    x_train, y_train, x_test, y_test = data.split(digits, limit=cfg["limit"])
+                             download=keras_download.load if cfg["download"] else None)
+    training = _Training(cfg, digits, emit)
+    training.start(digits)
+    reason = training.train(commands)
+    emit(metrics.Done(step=training.step, reason=reason, elapsed_s=training.clock.elapsed()))
 
-    model = build_model(cfg["model"], x_train.shape[1:])
-    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    optimizer = tf.keras.optimizers.Adam(learning_rate=float(cfg["learning_rate"]))
-    train_step = make_train_step(model, loss_object, optimizer, bool(cfg["use_tf_function"]))
-    dataset = make_dataset(x_train, y_train, int(cfg["batch_size"]), int(cfg["seed"]))
-    paths = [v.path for v in model.trainable_variables]
-    steps_per_epoch = math.ceil(len(y_train) / int(cfg["batch_size"]))
-    total_steps = steps_per_epoch * int(cfg["epochs"])
-    eval_every = int(cfg["eval_every"] or 0)
-    shown = slice(0, min(PREDICTION_COUNT, len(y_test)))
-    shown_images = small_images(x_test[shown])
 
-    emit(metrics.Start(source=digits.source, notes=list(digits.notes), model=cfg["model"],
-                       params=int(model.count_params()), train_size=int(len(y_train)),
-                       test_size=int(len(y_test)), image_shape=list(x_train.shape[1:]),
-                       epochs=int(cfg["epochs"]), batch_size=int(cfg["batch_size"]),
-                       total_steps=total_steps, variables=paths,
-                       step_program=record_one_step_program(cfg)))
+class _Training:
+    """One run of the loop: the model, its data and the records it emits as it trains."""
 
-    clock, watch = Clock(), GradientWatch()
-    loss_history = []
+    def __init__(self, cfg: dict, digits, emit: Callable[[dict], None]):
+        self.cfg, self.emit = cfg, emit
+        x_train, y_train, self.x_test, self.y_test = data.split(digits, limit=cfg["limit"])
+        self.x_train, self.y_train = x_train, y_train
+        self.model = build_model(cfg["model"], x_train.shape[1:])
+        self.loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.optimizer = tf.keras.optimizers.Adam(learning_rate=float(cfg["learning_rate"]))
+        self.train_step = make_train_step(self.model, self.loss_object, self.optimizer,
+                                          bool(cfg["use_tf_function"]))
+        self.dataset = make_dataset(x_train, y_train, int(cfg["batch_size"]), int(cfg["seed"]))
+        self.paths = [v.path for v in self.model.trainable_variables]
+        self.steps_per_epoch = math.ceil(len(y_train) / int(cfg["batch_size"]))
+        self.total_steps = self.steps_per_epoch * int(cfg["epochs"])
+        self.eval_every = int(cfg["eval_every"] or 0)
+        self.shown = slice(0, min(PREDICTION_COUNT, len(self.y_test)))
+        self.shown_images = small_images(self.x_test[self.shown])
+        self.step = 0
+        self.clock = self.watch = None           # from the first step on (train)
 
-    def held_out_eval(step, epoch, epoch_end):
-        t0 = time.perf_counter()
-        accuracy, loss, preds = evaluate(model, loss_object, x_test, y_test)
-        emit(metrics.Eval(step=step, epoch=epoch, accuracy=accuracy, loss=loss,
-                          epoch_end=epoch_end))
-        emit(metrics.Predictions(step=step, images=shown_images, true=y_test[shown].tolist(),
-                                 pred=preds[shown].tolist()))
-        clock.exclude_since(t0)
+    def start(self, digits) -> None:
+        cfg, x_train = self.cfg, self.x_train
+        self.emit(metrics.Start(
+            source=digits.source, notes=list(digits.notes), model=cfg["model"],
+            params=int(self.model.count_params()), train_size=int(len(self.y_train)),
+            test_size=int(len(self.y_test)), image_shape=list(x_train.shape[1:]),
+            epochs=int(cfg["epochs"]), batch_size=int(cfg["batch_size"]),
+            total_steps=self.total_steps, variables=self.paths,
+            step_program=record_one_step_program(cfg)))
 
-    step, reason = 0, "finished"
+    def train(self, commands) -> str:
+        """Every epoch, each ending in a held-out evaluation; why the run ended."""
+        self.clock, self.watch = Clock(), GradientWatch()
+        for epoch in range(1, int(self.cfg["epochs"]) + 1):
+            reason = self.epoch(epoch, commands)
+            if reason != "finished":
+                return reason
+            self.held_out_eval(epoch, epoch_end=True)
+        return "finished"
 
-    def snapshot(path, images, labels):
-        try:
-            save_snapshot(path, model, optimizer, images, labels)
-        except Exception as exc:  # noqa: BLE001 - e.g. a sandbox that cannot write there
-            emit(metrics.Snapshot(step=step, error=f"{type(exc).__name__}: {exc}"))
-            return
-        emit(metrics.Snapshot(step=step, path=path,
-                              step_program=record_one_step_program(cfg, snapshot=(path, step))))
-
-    for epoch in range(1, int(cfg["epochs"]) + 1):
-        for images, labels in dataset:
-            if _told_to_stop(commands, clock,
-                             lambda path: snapshot(path, images, labels)):  # noqa: B023
-                reason = "stopped"
-                break
-            loss_value, grads = train_step(images, labels)
-            step += 1
-            loss = float(loss_value)
-            loss_history.append(loss)
-            norms = grad_norms(paths, grads)
-            elapsed = clock.elapsed()
-            emit(metrics.Step(step=step, epoch=epoch, loss=loss, grad_norms=norms,
-                              steps_per_s=step / elapsed if elapsed > 0 else 0.0,
-                              elapsed_s=elapsed, total_steps=total_steps))
-            for warning in watch.check(step, loss, norms):
-                emit(warning)
+    def epoch(self, epoch: int, commands) -> str:
+        """One pass over the batches: "finished", or "stopped" / "nan" when it ended early."""
+        for images, labels in self.dataset:
+            if _told_to_stop(commands, self.clock,
+                             lambda path: self.snapshot(path, images, labels)):  # noqa: B023
+                return "stopped"
+            loss = self.train_one(epoch, images, labels)
             if not math.isfinite(loss):
-                reason = "nan"  # nothing more to learn once the weights are NaN
-                break
-            if eval_every and step % eval_every == 0 and step % steps_per_epoch != 0:
-                held_out_eval(step, epoch, epoch_end=False)
-        if reason != "finished":
-            break
-        held_out_eval(step, epoch, epoch_end=True)
-    emit(metrics.Done(step=step, reason=reason, elapsed_s=clock.elapsed()))
+                return "nan"  # nothing more to learn once the weights are NaN
+            step = self.step
+            if self.eval_every and step % self.eval_every == 0 \
+                    and step % self.steps_per_epoch != 0:
+                self.held_out_eval(epoch, epoch_end=False)
+        return "finished"
+
+    def train_one(self, epoch: int, images, labels) -> float:
+        """One step, its record and its gradient warnings; its loss."""
+        loss_value, grads = self.train_step(images, labels)
+        self.step = step = self.step + 1
+        loss = float(loss_value)
+        norms = grad_norms(self.paths, grads)
+        elapsed = self.clock.elapsed()
+        self.emit(metrics.Step(step=step, epoch=epoch, loss=loss, grad_norms=norms,
+                               steps_per_s=step / elapsed if elapsed > 0 else 0.0,
+                               elapsed_s=elapsed, total_steps=self.total_steps))
+        for warning in self.watch.check(step, loss, norms):
+            self.emit(warning)
+        return loss
+
+    def held_out_eval(self, epoch: int, epoch_end: bool) -> None:
+        t0 = time.perf_counter()
+        accuracy, loss, preds = evaluate(self.model, self.loss_object, self.x_test, self.y_test)
+        self.emit(metrics.Eval(step=self.step, epoch=epoch, accuracy=accuracy, loss=loss,
+                               epoch_end=epoch_end))
+        self.emit(metrics.Predictions(step=self.step, images=self.shown_images,
+                                      true=self.y_test[self.shown].tolist(),
+                                      pred=preds[self.shown].tolist()))
+        self.clock.exclude_since(t0)
+
+    def snapshot(self, path: str, images, labels) -> None:
+        step = self.step
+        try:
+            save_snapshot(path, self.model, self.optimizer, images, labels)
+        except Exception as exc:  # noqa: BLE001 - e.g. a sandbox that cannot write there
+            self.emit(metrics.Snapshot(step=step, error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.emit(metrics.Snapshot(step=step, path=path, step_program=record_one_step_program(
+            self.cfg, snapshot=(path, step))))
 
 
 def record_one_step_program(config: dict, snapshot=None) -> str:

@@ -1,6 +1,6 @@
 """The recording state of one run: TensorFlow's op callback plus the bookkeeping behind
-the instrumented tape, assembled from its three parts (tensors and names, ops and tapes,
-gradient calls and alerts), and the finished Recording.
+the instrumented tape, assembled from its parts (tensors, names, ops and tapes, gradient
+calls and alerts), and the finished Recording.
 """
 from __future__ import annotations
 
@@ -20,14 +20,15 @@ from .deferred import Deferred
 from .gradients import GradientsAndAlerts
 from .op_log import OpLog
 from .ops import OpsAndTapes
-from .tensors import TensorsAndNames
+from .names import Names
+from .tensors import Tensors
 from .traced_graph import TracedGraphs
 
 DEFAULT_MAX_OPS = 20_000          # newest ops kept; a 10k-op train step fits whole
 _NAMES_TAPE = re.compile(r"\bGradientTape\b")
 
 
-class Session(TensorsAndNames, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGraphs):
+class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGraphs):
     """The recording state of one run, and the hooks that fill it."""
 
     def __init__(self, source: str, filename: str, max_ops: int = DEFAULT_MAX_OPS):
