@@ -1,6 +1,6 @@
 """The frame around every page: the page config, the icon, the menu and the style both pages
 share. app.py runs it; each page script starts with `frame.require(__file__)`, so a page
-reached first by a direct link on a fresh server still gets the frame (see require)."""
+Streamlit runs without app.py still gets the frame (see require)."""
 from __future__ import annotations
 
 import threading
@@ -29,9 +29,8 @@ def pages(folder: Path) -> list:
 
 
 def run(app_file: str) -> None:
-    """app.py: the config (served icon, not one fetched from Google), the menu, the page."""
-    st.set_page_config(page_title="tapeviz", page_icon=page_icon(), layout="wide")
-    page = st.navigation(pages(Path(app_file).parent / "pages"), position="top")
+    """app.py: the frame, then the page the address names."""
+    page = _frame(Path(app_file).parent / "pages")
     _run.framed = True
     try:
         page.run()
@@ -41,10 +40,16 @@ def run(app_file: str) -> None:
 
 def require(page_file: str) -> None:
     """A page's first line. Streamlit runs a `pages/` folder's script on its own, without
-    app.py, for a server's first session when it opens at that page's address (its
-    multipage mode before st.navigation). Calling st.navigation here ends that mode for the
-    server, and the rerun goes through app.py: the same menu, icon and config as ever."""
+    app.py, while st.navigation has not yet run in the process: a fresh server's first
+    session opened at that page's address (and every AppTest run). Then the page puts up the
+    frame itself, the same as app.py's, and st.navigation ends that mode for the server."""
     if not getattr(_run, "framed", False):
-        st.navigation(pages(Path(page_file).parent), position="hidden")
-        st.rerun()
+        _frame(Path(page_file).parent)
     st.html(STYLE)
+
+
+def _frame(folder: Path):
+    """The config (a served icon, not one fetched from Google) and the menu; the page the
+    address names."""
+    st.set_page_config(page_title="tapeviz", page_icon=page_icon(), layout="wide")
+    return st.navigation(pages(folder), position="top")
