@@ -11,7 +11,7 @@ import streamlit as st
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
 from tapeviz.ui import editor, frame, mode, panels, session
-from tapeviz.words import notes, reasons, values
+from tapeviz.words import hints, notes, values
 from tapeviz.words.markdown import literal
 
 frame.require(__file__)
@@ -157,7 +157,7 @@ with right:
     if drawn is not None:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:
-        st.info(reasons.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
+        st.info(hints.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
     panels.show_run(state, rec)
     panels.show_printed(rec)
     if state.scroll:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from tapeviz.words import reasons  # noqa: E402
+from tapeviz.words import hints  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def test_name_error_without_a_close_name_has_no_suggestion():
 def test_import_torch_gets_the_tape_version():
     rec = recorder.record("import torch\nx = torch.tensor(1.0)\n")
     assert rec.error.type == "ModuleNotFoundError" and rec.error.line == 1
-    assert rec.error.hint == reasons.TORCH_HINT
+    assert rec.error.hint == hints.TORCH_HINT
 
 
 def test_timeout_in_a_loop_over_a_dataset_suggests_take():
@@ -90,6 +90,6 @@ def test_other_eof_errors_get_no_input_hint():
 
 
 def test_a_program_of_constants_is_told_what_it_did():
-    said = reasons.no_graph_note(None, 0)
+    said = hints.no_graph_note(None, 0)
     assert "tf.constant" in said and "no op" in said and "ran no TensorFlow op" not in said
-    assert "stopped" in reasons.no_graph_note("ValueError", 0)
+    assert "stopped" in hints.no_graph_note("ValueError", 0)

@@ -1,9 +1,8 @@
-"""Plain-language explanations: why a gradient came out None, and hints for errors. No
+"""Why a gradient came out None, in plain words (hints.py has the error hints). No
 TensorFlow: it reads the recording's ops, tensors and tapes (plain data) and the program
 text, so the app and the recorder can both use it."""
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -337,111 +336,3 @@ def _assignment_line(lines, name: Optional[str], before: Optional[int]) -> Optio
         if pattern.match(lines[line - 1]):
             return line
     return None
-
-
-# -- error hints -----------------------------------------------------------------------------
-
-_TF1_NAMES = ("placeholder", "Session", "InteractiveSession", "get_variable", "variable_scope",
-              "global_variables_initializer", "contrib", "to_float", "layers.dense",
-              "train.GradientDescentOptimizer", "train.AdamOptimizer")
-
-TF1_HINT = ("This is TensorFlow 1 graph-and-Session code. TensorFlow 2 runs eagerly: ops "
-            "return values at once, so there is no placeholder to feed and no Session to run. "
-            "Write plain Python with tensors (x = tf.constant(...); y = tf.matmul(x, w)) and "
-            "tf.GradientTape for gradients, or keep the old code under tf.compat.v1 inside "
-            "`with tf.Graph().as_default():`.")
-
-NONPERSISTENT_HINT = ("A GradientTape is non-persistent by default: it frees what it recorded "
-                      "after the first gradient() call. Create it with "
-                      "tf.GradientTape(persistent=True) to ask it more than once (and `del tape` "
-                      "when done), or get all gradients in one call: "
-                      "tape.gradient(y, [a, b]).")
-
-PERSISTENT_INSIDE_HINT = ("gradient() was called inside the `with` block of a persistent tape: the "
-                          "tape records the gradient computation too, which costs time and "
-                          "memory. Call it after the block, unless you want higher-order "
-                          "derivatives.")
-
-TORCH_HINT = ("tapeviz runs TensorFlow 2 only, so PyTorch is not installed here. The tape "
-              "version of PyTorch's `loss.backward()` then `w.grad` is: `with "
-              "tf.GradientTape() as tape: loss = f(w)` and then `grad = tape.gradient(loss, "
-              "w)`, with `w = tf.Variable(...)` in place of `requires_grad=True`. Its "
-              "`torch.tensor` is `tf.constant`, `nn.Linear` is `tf.keras.layers.Dense`, and "
-              "`optimizer.step()` is `optimizer.apply_gradients(zip(grads, variables))`.")
-
-_FOR_LOOP = re.compile(r"^\s*for\b.+\bin\b", re.M)
-
-
-def _loops_over_data(source: str) -> bool:
-    return bool(_FOR_LOOP.search(source)) and ("tf.data" in source or "dataset" in source.lower())
-
-
-def did_you_mean(exc: BaseException) -> str:
-    """Python's own "Did you mean: 'dy_dx'?" for a NameError, which Python 3.11 adds only
-    when it prints a traceback: the closest name visible where the error was raised."""
-    name = getattr(exc, "name", None)
-    tb = exc.__traceback__
-    if not isinstance(exc, NameError) or not name or tb is None:
-        return ""
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    frame = tb.tb_frame
-    builtins = frame.f_builtins if isinstance(frame.f_builtins, dict) else {}
-    seen = [*frame.f_locals, *frame.f_globals, *builtins]
-    close = difflib.get_close_matches(name, [n for n in seen if not n.startswith("__")], n=1,
-                                      cutoff=0.75)
-    return f". Did you mean: '{close[0]}'?" if close else ""
-
-
-def error_hint(error_type: str, message: str, line_text: str = "", source: str = "") -> Optional[str]:
-    """A plain-language explanation and fix for mistakes learners make, or None."""
-    text = f"{message}\n{line_text}"
-    if "non-persistent GradientTape can only be used" in message:
-        return NONPERSISTENT_HINT
-    if error_type == "AttributeError" and "tensorflow" in message and any(
-            f"'{n.split('.')[0]}'" in message for n in _TF1_NAMES):
-        return TF1_HINT
-    if "placeholder() is not compatible with eager" in message or \
-            "Session graph is empty" in message or "tf.compat.v1.Session" in text:
-        return TF1_HINT
-    if error_type == "ModuleNotFoundError" and re.search(r"'(torch|torchvision)[.']", message):
-        return TORCH_HINT
-    m = re.search(r"Matrix size-incompatible: In\[0\]: \[([\d,]+)\], In\[1\]: \[([\d,]+)\]", message)
-    if m:
-        a, b = m.group(1).split(","), m.group(2).split(",")
-        return (f"tf.matmul(a, b) needs a's last dimension to equal b's first: here a is "
-                f"[{', '.join(a)}] and b is [{', '.join(b)}] ({a[-1]} != {b[0]}). Transpose one "
-                f"(tf.transpose, or transpose_b=True) or reshape so the inner dimensions match.")
-    if error_type == "EOFError" and "when reading a line" in message:    # input()'s words
-        return ("The program asked for input with `input()`, but a recorded program has no "
-                "keyboard to type into: its input is empty. Put the value in the code "
-                "instead, for example `name = \"Ada\"`.")
-    if error_type == "Timeout" and _loops_over_data(source):
-        return ("The program was stopped at its time limit in the middle of a loop over its "
-                "data; what it printed and the steps recorded until then are kept. Every op "
-                "of every step is recorded here, so a whole epoch takes minutes. Record a few "
-                "steps: loop over `dataset.take(3)` rather than hundreds of batches.")
-    if error_type == "Timeout":
-        return ("The program was stopped at its time limit. Look for a loop that never ends "
-                "(a `while` whose condition never turns false), or make the work smaller.")
-    if error_type == "NameError":
-        m = re.search(r"Did you mean: '(\w+)'", message)
-        return ("Python does not know this name at this point: it is misspelt, or it is "
-                "assigned only later (or inside a function)."
-                + (f" Python's guess is `{m.group(1)}`." if m else ""))
-    if error_type == "SyntaxError":
-        return "Python could not parse the program: check the line shown for a typo."
-    return None
-
-
-def no_graph_note(error_type: Optional[str], tensors: int) -> str:
-    """Why a recording has no op to draw, without contradicting its error."""
-    if error_type in ("WorkerCrash", "WorkerError", "RunnerError", "Cancelled"):
-        return "Nothing was recorded, so there is no graph: see the message above."
-    if error_type is not None:
-        return "The program stopped before any TensorFlow op ran, so there is no graph."
-    # A tf.constant is made without an op (and the recorder keeps no tensor no op used), so
-    # a program of constants and prints lands here: say what it did, not that it did nothing.
-    return ("Making tensors with `tf.constant` or `tf.Variable`, and printing them, is all "
-            "this program did: that runs no op, so there is no graph yet. An op such as "
-            "`x * 2`, `tf.matmul` or `tape.gradient` draws one.")

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow.python.eager import backprop, context, record as tape_record
 from tensorflow.python.util import nest
 
-from ..words import reasons
+from ..words import hints
 from . import shared_gradients
 from .frames import library_train_step
 from .capture import Session, handle_or_self
@@ -296,8 +296,8 @@ class _RecordedTape(backprop.GradientTape):
 
         call = GradientCall(line, kind, ids(target), ids(sources), file=session.here)
         if self._recording and self._persistent:
-            call.warning = reasons.PERSISTENT_INSIDE_HINT
-            session.warnings.append({"line": line, "message": reasons.PERSISTENT_INSIDE_HINT})
+            call.warning = hints.PERSISTENT_INSIDE_HINT
+            session.warnings.append({"line": line, "message": hints.PERSISTENT_INSIDE_HINT})
         state.rec.gradients.append(call)
         session.scan_names(frame)      # names for targets and sources first seen here
         return call

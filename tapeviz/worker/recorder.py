@@ -20,7 +20,7 @@ from typing import Optional
 
 import tensorflow as tf  # noqa: E402
 
-from ..words import reasons  # noqa: E402
+from ..words import hints  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
@@ -122,14 +122,14 @@ def _error(session: Session, exc: BaseException, filename: str, timeout: float,
         # not the program's line that called it), with the user-side stack that led there
         stack = _user_stack(session, exc.__traceback__)
         message = _plain_message(str(exc)) or type(exc).__name__
-        err = Error(type(exc).__name__, message + reasons.did_you_mean(exc),
+        err = Error(type(exc).__name__, message + hints.did_you_mean(exc),
                     stack[-1]["line"] if stack else None,
                     file=stack[-1]["file"] if stack else None, stack=stack or None)
         if stack and stack[-1]["file"] != session.files.main:
             sources = session.files.sources(session.source)
             lines = sources.get(err.file, "").splitlines()
     text = lines[err.line - 1] if err.line and 0 < err.line <= len(lines) else ""
-    err.hint = reasons.error_hint(err.type, err.message, text, source=session.source)
+    err.hint = hints.error_hint(err.type, err.message, text, source=session.source)
     return err
 
 
