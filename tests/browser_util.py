@@ -107,6 +107,20 @@ def served(command, cwd=ROOT, env=None):
         log.close()
 
 
+def server_pid(url: str):
+    """The pid of the Streamlit server listening at `url`, found by its command line."""
+    port = url.rsplit(":", 1)[1].encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if b"streamlit" in b" ".join(cmd) and port in cmd:
+                return int(entry)
+    return None
+
+
 @contextlib.contextmanager
 def browser_page():
     with sync_api.sync_playwright() as p:

@@ -8,7 +8,7 @@ from tapeviz import examples
 from tapeviz import recording_gate as gate
 from tapeviz.server.jobs import Done, Phase, Recorded
 from tapeviz.state import callouts, debugger, share, view
-from test_graph import keras_like, wxb
+from builders import keras_like, wxb
 
 
 def recorded():

@@ -6,37 +6,10 @@ import plotly.graph_objects as go
 from tapeviz.draw import figures, gradient_flow, graph, layout, nodes, place
 from tapeviz.draw.options import View
 from tapeviz.recording import FlowEntry
-from test_graph import chain, keras_like, wxb
+from builders import chain, keras_like, wxb
+from figure_boxes import label_boxes, overlaps
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def label_boxes(fig: go.Figure) -> list:
-    """[(node, (left, bottom, right, top))] in estimated plot pixels of every drawn label:
-    what the no-overlap rule is checked against (the browser test measures the real ones)."""
-    screen = screen_of(fig)
-    font = fig.layout.font.size or figures.LABEL_FONT
-    out = []
-    for tr in fig.data:
-        if tr.text is None or tr.x is None or tr.customdata is None:
-            continue
-        places = tr.textposition if isinstance(tr.textposition, (list, tuple)) else [tr.textposition] * len(tr.x)
-        sizes = tr.marker.size if isinstance(tr.marker.size, (list, tuple)) else [tr.marker.size] * len(tr.x)
-        for node, x, y, text, where, size in zip(tr.customdata, tr.x, tr.y, tr.text, places, sizes):
-            if text:
-                out.append((node, screen.label_box((x, y), (size or 0) / 2, str(text).split("<br>"), where, font)))
-    return out
-
-
-def screen_of(fig: go.Figure) -> place.Screen:
-    """The plot's px as the figure says its labels were placed for (its meta's label room)."""
-    width, height = fig.layout.meta["label_room"]
-    return place.Screen((list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)), height, width)
-
-
-def overlaps(boxes: list) -> list:
-    """Pairs of labels whose boxes intersect."""
-    return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if place.intersect(p, q)]
 
 
 def draw(rec, flow=None, **kw):

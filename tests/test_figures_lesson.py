@@ -5,9 +5,8 @@ import pytest
 from tapeviz.draw import arrows, figures, gradient_flow, graph, layout, place
 from tapeviz.draw.options import View
 from tapeviz.words import values
-from test_graph import Builder, keras_like, o, t, wxb
-from test_graph_lesson import loop
-from test_figures import label_boxes, overlaps, screen_of
+from builders import Builder, keras_like, loop, o, t, wxb
+from figure_boxes import label_boxes, overlaps, screen_of
 from tapeviz.recording import BACKWARD, FlowEntry, GradientCall, GradResult, Stats, Tape
 
 

@@ -6,27 +6,7 @@ from tapeviz.draw import fold, gradient_flow, graph
 from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.recording import (FlowEntry, GradientCall, GradResult, Op, Stats, Tape)
-from test_graph import Builder, o, t, wxb
-
-
-def loop(n, line=6):
-    """x = Variable(1); y = 0; for i in range(n): y = y + x * 0.001 (on one tape), then
-    gradient(y, x): the recorder's ops per iteration are ReadVariableOp, Mul, AddV2."""
-    b = Builder()
-    x = b.tensor("x", "variable", value=1.0)
-    y = b.tensor(kind="constant", value=0.0)
-    for i in range(n):
-        step = b.tensor(kind="constant", value=0.001)
-        prod = b.op("Mul", [b.read(x), step], line=line)
-        b.rec.tensor(prod).stats = Stats(0.001, 0.001, 0.001, 0.0)
-        y = b.op("AddV2", [y, prod], line=line, name="y" if i == n - 1 else None)
-        b.rec.tensor(y).stats = Stats(0.001 * (i + 1), 0.001 * (i + 1), 0.001 * (i + 1), 0.0)
-    dx = b.tensor(kind="intermediate", value=n * 0.001)
-    call = GradientCall(line=line + 1, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dx)],
-                        flow=[FlowEntry(x, n * 0.001), FlowEntry(y, 1.0)])
-    b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
-                            ops=[op.id for op in b.rec.ops], gradients=[call], end_line=line))
-    return b.rec, dict(x=x, y=y)
+from builders import Builder, loop, o, t, wxb
 
 
 def test_a_3000_op_loop_folds_into_one_node_per_line_and_type():
@@ -159,7 +139,6 @@ def test_a_converted_python_input_says_its_value_not_its_shape():
 def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
     """Eight training steps through two layers: each step's batch and each step's activations
     would stack into columns of eight; folded, the newest of each says ×8."""
-    from test_graph import Builder
     b = Builder()
     w = b.tensor("w", "variable", shape=(2, 1))
     steps = 8

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from browser_util import assert_no_exception, browser_page, screenshot_path, streamlit_server
+from browser_util import assert_no_exception, browser_page, screenshot_path, server_pid, streamlit_server
 from tapeviz.state import share
 from tapeviz.server import sandbox
 
@@ -14,18 +14,6 @@ SANDBOXED, WHY_NOT = sandbox.probe()
 pytestmark = [pytest.mark.slow,   # hosted Streamlit servers driven in Chromium
               pytest.mark.skipif(not SANDBOXED, reason=f"no usable bwrap: {WHY_NOT}")]
 SLEEPER = "import time\nprint('started')\ntime.sleep(100)\n"
-
-
-def _server_pid(port: int):
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
-            except OSError:
-                continue
-            if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
-                return int(entry)
-    return None
 
 
 def workers_of(pid: int) -> list:
@@ -70,7 +58,7 @@ def test_closing_the_tab_cancels_its_running_and_queued_runs():
     env = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WARM": "0", "TAPEVIZ_WORKERS": "1",
            "TAPEVIZ_TIMEOUT_S": "120"}
     with streamlit_server(env) as url, browser_page() as first:
-        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        pid = server_pid(url)
         assert pid is not None
         link = share.link(url + "/", code=SLEEPER)
         first.goto(link)

@@ -8,11 +8,10 @@ import os
 
 import pytest
 
-from browser_util import assert_no_exception, browser_page, screenshot_path, streamlit_server
+from browser_util import assert_no_exception, browser_page, screenshot_path, server_pid, streamlit_server
 from tapeviz.state import share
 from tapeviz.server import sandbox
-from test_data import zipped_zeros_npz
-from test_hosted_browser import _server_pid
+from npz_bombs import zipped_zeros_npz
 
 SANDBOXED, WHY_NOT = sandbox.probe()
 pytestmark = [pytest.mark.slow,   # a hosted server, its sandboxed workers
@@ -59,7 +58,7 @@ UPLOADS = {
 @pytest.fixture(scope="module")
 def server():
     with streamlit_server(ENV) as url:
-        yield url, _server_pid(int(url.rsplit(":", 1)[1]))
+        yield url, server_pid(url)
 
 
 def peak_mib(pid: int) -> float:
@@ -142,7 +141,7 @@ def test_hosted_mode_turns_the_file_watcher_off_for_new_sessions():
     for mode in ("local", "hosted"):
         with streamlit_server(dict(ENV, TAPEVIZ_MODE=mode, TAPEVIZ_WARM="0")) as url, \
                 browser_page() as page:
-            pid = _server_pid(int(url.rsplit(":", 1)[1]))
+            pid = server_pid(url)
             page.goto(url)
             page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
             first = inotify_watches(pid)

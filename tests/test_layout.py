@@ -4,7 +4,7 @@ import pytest
 
 from tapeviz.draw import graph, layout
 from tapeviz.draw.options import View
-from test_graph import chain, keras_like
+from builders import chain, keras_like
 
 
 def crossings(G, pos):

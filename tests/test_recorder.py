@@ -1,7 +1,5 @@
 """The recorder against plain TensorFlow: the same program run both ways must give the
 same results, and the recording must say what TensorFlow's tape really did."""
-import contextlib
-import io
 import json
 import pathlib
 import re
@@ -16,21 +14,13 @@ from tensorflow.python.eager import context  # noqa: E402
 from tapeviz import examples  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 from tapeviz.recording import BACKWARD, Recording  # noqa: E402
+from plain_runs import program, run_plain  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def src(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
-
-
-def run_plain(source: str) -> tuple[dict, str]:
-    """The reference: the program under plain TensorFlow, no tapeviz."""
-    namespace = {"__name__": "__main__"}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(source, "plain.py", "exec"), namespace)
-    return namespace, out.getvalue()
 
 
 def run_recorded(source: str, **kwargs) -> tuple[Recording, dict]:
@@ -774,17 +764,7 @@ def test_every_alias_of_the_tape_is_instrumented(imports, tape):
     assert grad.value == float(plain["dy_dx"].numpy())
 
 
-TAPE_IN_A_TF_FUNCTION = src("""
-    import tensorflow as tf
-    @tf.function
-    def grad_of_square(x):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = x * x
-        return tape.gradient(y, x)
-    print(grad_of_square(tf.constant(2.0)).numpy())
-    print(grad_of_square(tf.constant(3.0)).numpy())
-""")
+TAPE_IN_A_TF_FUNCTION = program("tape_in_a_tf_function")
 
 
 def test_a_tape_inside_a_tf_function_is_listed_with_its_function():

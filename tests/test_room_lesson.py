@@ -11,7 +11,7 @@ from tapeviz.draw.options import View  # noqa: E402
 from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.ui import viewport  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
-from test_figures import overlaps, screen_of  # noqa: E402
+from figure_boxes import overlaps, screen_of  # noqa: E402
 
 WINDOWS = (1600, 1280, 1024)
 

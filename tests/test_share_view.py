@@ -11,7 +11,7 @@ from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import inspector, share, view
 from tapeviz.recording import Recording
-from test_graph import keras_like, wxb
+from builders import keras_like, wxb
 
 
 def test_code_survives_the_link_round_trip():

@@ -9,7 +9,7 @@ from tapeviz.draw import graph
 from tapeviz.draw.options import View
 from tapeviz.words import values
 from tapeviz.state import view
-from test_view_worker import plain, recorded
+from plain_runs import plain, recorded
 
 SCALARS = textwrap.dedent("""
     import tensorflow as tf

@@ -6,8 +6,7 @@ from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import callouts, inspector, view
 from tapeviz.recording import Alert, GradientCall, Recording, Tape
-from test_graph import Builder, o, t, wxb
-from test_graph_lesson import loop
+from builders import Builder, loop, o, t, wxb
 
 NESTED = """import tensorflow as tf
 x = tf.Variable(1.0)
@@ -162,7 +161,6 @@ def test_a_fold_offers_unfolding_in_the_inspector():
 def steps_loop(n, kept_from):
     """n steps of `with tf.GradientTape() as tape: loss = w * w; tape.gradient(loss, w)`, one
     tape per step on line 3; the op bound dropped the ops of steps before `kept_from`."""
-    from test_graph import Builder
     from tapeviz.recording import CallSummary, FlowEntry, GradientCall, GradResult
     b = Builder()
     b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(9):\n" \
@@ -267,7 +265,6 @@ def test_one_sentence_says_what_the_picture_shows():
 def test_a_persistent_tapes_other_answers_are_in_the_sentence():
     # the seed's persistent tape asked for dz/dx then dy/dx: the picture is one call's, the
     # sentence carries the other's number too (dz/dx = 108, dy/dx = 6)
-    from test_graph import Builder
     from tapeviz.recording import GradResult
     b = Builder()
     x = b.tensor("x", "constant", value=3.0)
@@ -291,7 +288,6 @@ def test_three_none_answers_are_said_each_once_in_two_lines():
     # none_gradients: one persistent tape asked three times, each answer None. Each call
     # said in full ("the same tape at line 16: the gradient of `b` gives `u`: grad None")
     # wrapped over three lines at 1280x720: the answers first, their targets after.
-    from test_graph import Builder
     from tapeviz.recording import GradResult
     b = Builder()
     k, v, u, x = (b.tensor(name, kind, value=value) for name, kind, value in
@@ -317,7 +313,6 @@ def test_three_none_answers_are_said_each_once_in_two_lines():
 
 
 def test_a_jacobian_says_its_matrix_not_its_norm():
-    from test_graph import Builder
     from tapeviz.recording import FlowEntry, GradResult
     b = Builder()
     x = b.tensor("x", "variable", value=[1.0, 2.0, 3.0], shape=(3,))
@@ -349,7 +344,6 @@ def test_a_jacobian_says_its_matrix_not_its_norm():
 def nested_recording():
     """NESTED as the recorder writes it: y = x * x * x on both tapes, the inner call's ops
     (backward, recorded by the outer tape), then the outer call of dy_dx."""
-    from test_graph import Builder
     from tapeviz.recording import BACKWARD, GradResult
     b = Builder()
     b.rec.source = NESTED
@@ -378,7 +372,6 @@ def test_the_nested_tapes_sentence_is_read_off_the_recording():
 
 
 def test_expressions_keep_their_brackets():
-    from test_graph import Builder
     b = Builder()
     a, c = b.tensor("a", "constant", value=1.0), b.tensor("c", "constant", value=2.0)
     s = b.op("AddV2", [a, c])
@@ -391,7 +384,6 @@ def test_expressions_keep_their_brackets():
 def two_files():
     """main.py calls mylib/model.py's loss: the Mean op is the module's line 3, and main.py's
     line 3 is something else entirely."""
-    from test_graph import Builder
     b = Builder()
     b.rec.program = "main.py"
     b.rec.source = "import tensorflow as tf\nfrom mylib.model import loss\nw = tf.Variable([1.0, 2.0])\n"
@@ -425,7 +417,6 @@ def test_an_op_in_another_file_is_quoted_from_that_file():
 
 
 def test_a_loop_cut_mid_step_opens_on_the_last_step_that_took_its_gradient():
-    from test_graph import Builder
     b = Builder()
     b.rec.source = "import tensorflow as tf\nw = tf.Variable(2.0)\nfor i in range(3):\n    with tf.GradientTape() as tape:\n        loss = w * w\n    g = tape.gradient(loss, w)\n"
     w = b.tensor("w", "variable", value=2.0)
@@ -460,7 +451,6 @@ def test_a_loop_whose_later_steps_ran_uninstrumented_counts_every_step():
 def test_a_training_steps_sentence_gives_its_loss_and_the_range_of_its_gradients():
     # six norms in a row were a wall of numbers: the loss's value, then the smallest and the
     # largest gradient, by name (each one is on its own node)
-    from test_graph import Builder
     from tapeviz.recording import GradResult, Stats
     b = Builder()
     names = ["k1", "b1", "k2", "b2"]

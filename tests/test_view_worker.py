@@ -1,9 +1,6 @@
 """What the debugger opens on, for programs recorded through a real worker, checked against
 the same programs under plain TensorFlow (run in a subprocess: the test process stays TF-free
 only by convention, the worker is the real thing)."""
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -14,7 +11,7 @@ from tapeviz.words import values
 from tapeviz.state import callouts, inspector, view
 from tapeviz.recording import Recording
 from tapeviz.server import runner
-from tapeviz.server.config import Limits
+from plain_runs import plain, recorded
 
 LOOP = textwrap.dedent("""
     import tensorflow as tf
@@ -26,25 +23,6 @@ LOOP = textwrap.dedent("""
         w.assign_sub(0.01 * g)
         print(float(g))
 """).lstrip()
-
-
-def plain(source: str, tmp_path, fails: bool = False) -> list:
-    path = tmp_path / "plain.py"
-    path.write_text(source)
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
-    assert (out.returncode != 0) == fails, out.stderr
-    return out.stdout.splitlines()
-
-
-def recorded(source: str, tmp_path, keep_steps=runner.KEEP_STEPS, **limits) -> Recording:
-    path = tmp_path / "program.py"
-    path.write_text(source)
-    pool = runner.Runner(runner.Config(warm=0, limits=Limits(**limits)))
-    try:
-        return Recording.from_dict(pool.record(source, filename=str(path), timeout=300,
-                                               keep_steps=keep_steps))
-    finally:
-        pool.close()
 
 
 @pytest.mark.slow

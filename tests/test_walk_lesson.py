@@ -9,7 +9,9 @@ from tapeviz import examples  # noqa: E402
 from tapeviz.words import eager_mode, values  # noqa: E402
 from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
-from test_recorder import TAPE_IN_A_TF_FUNCTION, run_plain  # noqa: E402
+from plain_runs import program, run_plain  # noqa: E402
+
+TAPE_IN_A_TF_FUNCTION = program("tape_in_a_tf_function")
 
 LINEAR = """import tensorflow as tf
 xs = tf.constant([-1.0, 0.0, 1.0, 2.0])
