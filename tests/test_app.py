@@ -7,7 +7,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tapeviz import examples
+from tapeviz.draw import graph
 from tapeviz.state import debugger, share
+from plain_runs import first_non_finite_op
 
 pytestmark = pytest.mark.slow   # every page opened here runs its program in a real worker
 
@@ -163,12 +165,21 @@ def test_every_none_gradient_is_called_out_unasked():
     assert not at.exception and charts(at)
 
 
-def test_nan_alert_leads_to_where_it_first_appeared():
+def test_nan_alert_leads_to_where_it_first_appeared(tmp_path):
     at = opened(example="nan_hunt")
-    assert "first appeared" in texts(at.error)
-    at = at.button(key=next(b.key for b in at.button if b.label == "Show it")).click().run()
-    assert not at.exception
-    assert at.selectbox(key="pick").value is not None
+    alerts = state(at).rec.alerts
+    # the first non-finite value the recording names is the one plain TensorFlow's own check
+    # stops at (the Inf of sqrt's gradient at 0, which the next op turns into the NaN)
+    first = state(at).rec.op(alerts[0].op)
+    assert first.type == first_non_finite_op(examples.code("nan_hunt"), tmp_path)
+    said = [e for e in at.error if "first appeared" in str(e.value)]
+    buttons = [b.key for b in at.button if b.label == "Show it"]
+    assert len(said) == len(buttons) == len(alerts) and "**NaN**" in texts(said)
+    for key, alert in zip(buttons, alerts):
+        # each callout's button picks the node of its own tensor (or the op that made it)
+        at = at.button(key=key).click().run()
+        assert not at.exception
+        assert at.selectbox(key="pick").value in (graph.tensor_node(alert.tensor), graph.op_node(alert.op))
 
 
 def test_a_shared_code_link_opens_and_runs_that_code():
