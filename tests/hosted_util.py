@@ -1,11 +1,22 @@
 """What the hosted-mode tests share: the check that a pool still serves a normal run, and
 pools whose workers start either way hosted mode knows (forked from the sandboxed zygote,
-or spawned each into its own bwrap), so every hostile case runs against both."""
+or spawned each into its own bwrap), so every case of the walls runs against both."""
 import pytest
 
 from tapeviz.server import runner, sandbox
 
 STARTS = ("forked", "spawned")
+
+
+def forkable() -> bool:
+    """Whether the fork server can run here: a usable bwrap and a root server."""
+    return sandbox.probe()[0] and sandbox.UidPool.available()
+
+
+# What a worker sends reaches the server down the same pipe however it started (one reader,
+# process.Worker's, for both), so a case of the protocol (a forged or oversized message, a
+# flood of output) runs on one start only: forked where it can run, as a hosted server does.
+one_start = pytest.mark.parametrize("pool", ["forked" if forkable() else "spawned"], indirect=True)
 
 
 def works(pool):
@@ -18,7 +29,7 @@ def works(pool):
 def hosted_pool(env: dict, start: str) -> runner.Runner:
     """A hosted Runner whose workers are `start`ed ("forked" or "spawned"); skips the forked
     kind where it cannot run (no bwrap or not root), and checks it really forks."""
-    if start == "forked" and not (sandbox.probe()[0] and sandbox.UidPool.available()):
+    if start == "forked" and not forkable():
         pytest.skip("the fork server needs a usable bwrap and a root server")
     pool = runner.Runner(runner.Config.from_env(
         dict(env, TAPEVIZ_ZYGOTE="1" if start == "forked" else "0")))

@@ -18,7 +18,7 @@ import pytest
 from tapeviz import metrics
 from tapeviz.server import jobs, runner, sandbox
 
-from hosted_util import STARTS, hosted_pool, works
+from hosted_util import STARTS, hosted_pool, one_start, works
 
 pytestmark = pytest.mark.slow   # sandboxed workers, Runners and `python -m tapeviz`
 
@@ -197,6 +197,7 @@ def test_a_worker_that_kills_itself_is_a_crash_for_that_run_only(pool):
     works(pool)
 
 
+@one_start
 def test_printing_100_mb_is_capped(pool):
     rec = pool.record("for _ in range(100):\n    print('x' * 1_000_000)\n"
                       "print('z' * 100_000_000)\n"
@@ -209,6 +210,7 @@ def test_printing_100_mb_is_capped(pool):
     works(pool)
 
 
+@one_start
 def test_malformed_and_binary_input_is_a_clear_error(pool):
     rec = pool.record("\x00\xff\xfe garbage \x00")
     assert rec["error"]["type"] == "SyntaxError"
@@ -234,6 +236,7 @@ while True:
 """
 
 
+@one_start
 def test_a_forged_stopped_does_not_move_the_deadline(pool):
     spec = runner.Record(FORGES_STOPPED)
     job = pool.submit(spec, owner="forger")

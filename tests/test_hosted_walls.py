@@ -18,7 +18,7 @@ import pytest
 
 from tapeviz.server import cgroup, protocol, runner, sandbox, seccomp
 
-from hosted_util import STARTS, hosted_pool, works
+from hosted_util import STARTS, hosted_pool, one_start, works
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOXED, WHY_NOT = sandbox.probe()
@@ -184,6 +184,7 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@one_start
 def test_a_forged_oversized_recording_is_refused_before_anything_is_built(pool):
     program = FORGE.format(ops=185_000)
     before = rss_mib()
@@ -194,6 +195,7 @@ def test_a_forged_oversized_recording_is_refused_before_anything_is_built(pool):
     works(pool)
 
 
+@one_start
 def test_a_forged_recording_within_the_bounds_must_still_be_of_the_program_sent(pool):
     rec = pool.record(FORGE.format(ops=10).replace('"source": SOURCE', '"source": "print(1)"'))
     assert rec["error"]["type"] == "ProtocolError"
@@ -201,6 +203,7 @@ def test_a_forged_recording_within_the_bounds_must_still_be_of_the_program_sent(
     works(pool)
 
 
+@one_start
 def test_messages_without_the_secret_or_over_the_size_drop_the_worker(pool):
     no_secret = pool.record(
         "import os\nfor fd in range(3, 30):\n    try:\n"
