@@ -2,6 +2,8 @@
 or in a fresh Python, no tapeviz), and the same program recorded through a real worker."""
 import contextlib
 import io
+import json
+import os
 import pathlib
 import re
 import subprocess
@@ -59,3 +61,61 @@ def first_non_finite_op(source: str, tmp_path) -> str:
     found = re.search(r'Infinity or NaN in output \d+ of [\w-]+ op "(\w+)"', out.stderr)
     assert found, out.stderr[-2_000:]
     return found.group(1)
+
+
+# `python PROGRAM.py` for many programs at the price of one TensorFlow import: each runs in a
+# fork of a Python that imported TensorFlow and nothing of tapeviz, with the program's
+# argv, sys.path, cwd and __main__, its stdout (fd 1, so native writes too) to a file, and
+# the exit status Python would give it.
+_EACH_PLAINLY = r"""
+import json, os, runpy, sys, traceback
+import tensorflow
+out_dir, cwd, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+def run(path):
+    fd = os.open(os.path.join(out_dir, os.path.basename(path) + ".out"), os.O_WRONLY | os.O_CREAT)
+    os.dup2(fd, 1)
+    os.chdir(cwd)
+    sys.argv, sys.path[0] = [path], os.path.dirname(path)
+    code = 0
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if not isinstance(e.code, (int, type(None))):
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code & 0xFF)
+
+running, status = {}, {}
+
+def wait_one():
+    pid, how = os.wait()
+    status[running.pop(pid)] = os.waitstatus_to_exitcode(how)
+
+for path in paths:
+    if len(running) == 2:        # two at a time (2 cores)
+        wait_one()
+    pid = os.fork()
+    if pid == 0:
+        run(path)
+    running[pid] = path
+while running:
+    wait_one()
+print(json.dumps(status))
+"""
+
+
+def each_plainly(paths: list, cwd, out_dir, timeout: float) -> dict:
+    """{path's name: (exit status, stdout)} of every program run as `python PROGRAM.py`."""
+    done = subprocess.run([sys.executable, "-c", _EACH_PLAINLY, str(out_dir), str(cwd), *map(str, paths)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert done.returncode == 0, done.stderr[-3_000:]
+    status = json.loads(done.stdout.splitlines()[-1])
+    return {pathlib.Path(p).name: (code, (pathlib.Path(out_dir) / (pathlib.Path(p).name + ".out")).read_text())
+            for p, code in status.items()}

@@ -1,19 +1,20 @@
-"""Programs in the style of TensorFlow's guides (tests/corpus/), each run plainly
-(`python prog.py`) and recorded (`python -m tapeviz record`): the same printed output and
-exit status, at least one tape, and the gradients the program printed as `grad NAME: value`
-equal to gradients in the recording."""
+"""Programs in the style of TensorFlow's guides (tests/corpus/), each run plainly (as
+`python prog.py`) and recorded (as `python -m tapeviz record` records it; tests/test_cli.py
+runs the command itself): the same printed output and exit status, at least one tape, and
+the gradients the program printed as `grad NAME: value` equal to gradients in the recording."""
 import json
-import os
 import re
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow   # each program runs plainly and recorded, a Python each
+from plain_runs import each_plainly
+from tapeviz.__main__ import program_status
+from tapeviz.server import runner
+
+pytestmark = pytest.mark.slow   # each program runs plainly and recorded, in forks of two Pythons
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
@@ -21,31 +22,31 @@ GRAD_LINE = re.compile(r"^grad [\w]+: (.+)$", re.M)
 TIMEOUT_S = 600            # one program under a busy machine; each stays well under it
 
 
-def _plain(path: Path, workdir: Path):
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          cwd=workdir, timeout=TIMEOUT_S,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    return done.returncode, done.stdout
-
-
-def _recorded(path: Path, out: Path):
-    done = subprocess.run([sys.executable, "-m", "tapeviz", "record", str(path), "-o", str(out),
-                           "--timeout", str(TIMEOUT_S - 60)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT_S,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert out.exists(), done.stderr
-    return done.returncode, json.loads(out.read_text()), done.stderr
+def _recorded(pool, path: Path) -> tuple:
+    """The program recorded as `python -m tapeviz record PROGRAM.py` records it (argv, cwd,
+    its folder on sys.path), by a local Runner whose workers fork from one TensorFlow import:
+    (the status the command exits with, the recording)."""
+    program = {"argv": [str(path)], "cwd": str(ROOT), "path": str(path.parent)}
+    recording = pool.record(path.read_text(), filename=str(path), timeout=TIMEOUT_S - 60, program=program)
+    error = recording["error"]
+    return (program_status(error) if error else 0), recording
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every corpus program, plainly and recorded; two processes at a time (2 cores)."""
+    """Every corpus program, plainly and recorded, two at a time (2 cores): the plain runs
+    fork from one Python, the recordings from one zygote, so TensorFlow is imported twice,
+    not once a program each way."""
     base = tmp_path_factory.mktemp("corpus")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        plain = {p.name: pool.submit(_plain, p, base) for p in CORPUS}
-        recorded = {p.name: pool.submit(_recorded, p, base / (p.stem + ".json"))
-                    for p in CORPUS}
-        return {name: (plain[name].result(), recorded[name].result()) for name in plain}
+    pool = runner.Runner(runner.Config(warm=0, zygote=True))
+    try:
+        with ThreadPoolExecutor(max_workers=3) as threads:
+            plain = threads.submit(each_plainly, CORPUS, base, tmp_path_factory.mktemp("out"), TIMEOUT_S * 2)
+            recorded = {p.name: threads.submit(_recorded, pool, p) for p in CORPUS}
+            plain = plain.result()
+            return {name: (plain[name], recorded[name].result()) for name in plain}
+    finally:
+        pool.close()
 
 
 def _gradient_values(recording: dict) -> list:
@@ -67,9 +68,9 @@ def _none_reasons(recording: dict) -> list:
 
 @pytest.mark.parametrize("name", [p.name for p in CORPUS])
 def test_corpus_program_prints_and_exits_as_it_does_plainly(runs, name):
-    (plain_status, plain_out), (status, recording, stderr) = runs[name]
-    assert recording["stdout"] == plain_out, stderr
-    assert status == plain_status, (recording["error"], stderr)
+    (plain_status, plain_out), (status, recording) = runs[name]
+    assert recording["stdout"] == plain_out, recording["error"]
+    assert status == plain_status, recording["error"]
     assert recording["tapes"], f"no tape recorded; warnings: {recording['warnings']}"
     json.dumps(recording, allow_nan=False)
     printed = GRAD_LINE.findall(plain_out)
@@ -82,27 +83,26 @@ def test_corpus_program_prints_and_exits_as_it_does_plainly(runs, name):
 
 
 def test_corpus_none_reasons_name_the_cause(runs):
-    _, (_, recording, _) = runs["none_and_zero.py"]
+    _, (_, recording) = runs["none_and_zero.py"]
     reasons = "\n".join(_none_reasons(recording))
     assert "np.mean(x2, axis=0)" in reasons
     assert "x1.assign_add(x0)" in reasons and "stateful" in reasons
     assert "replaced" in reasons          # x = x + 1 made the variable a tensor
     assert "int32" in reasons
-    _, (_, recording, _) = runs["reset_and_stop.py"]
+    _, (_, recording) = runs["reset_and_stop.py"]
     reasons = "\n".join(_none_reasons(recording))
     assert "`y` was used while recording was stopped at line 9" in reasons
     assert "reset() (line 17)" in reasons
 
 
 def test_corpus_keeps_what_a_program_ending_in_os_exit_recorded(runs):
-    _, (status, recording, _) = runs["exits_early.py"]
+    _, (status, recording) = runs["exits_early.py"]
     assert status == 0 and recording["error"] is None
     assert recording["stdout"] == "grad sqrt: 0.25\n"
     assert len(recording["tapes"]) == 1 and recording["tapes"][0]["gradients"]
 
 
 def test_a_native_crash_keeps_what_the_program_printed():
-    from tapeviz.server import runner
     pool = runner.Runner(runner.Config(warm=0))
     try:
         rec = pool.record("import ctypes, sys\nimport tensorflow as tf\n"
