@@ -13,9 +13,11 @@ def forkable() -> bool:
     return sandbox.probe()[0] and sandbox.UidPool.available()
 
 
-# What a worker sends reaches the server down the same pipe however it started (one reader,
-# process.Worker's, for both), so a case of the protocol (a forged or oversized message, a
-# flood of output) runs on one start only: forked where it can run, as a hosted server does.
+# A case whose code under test is the same however the worker started runs on one start
+# only (forked where it can run, as a hosted server does): the protocol (what a worker sends
+# reaches the server down one pipe, read by process.Worker for both) and the rlimits (set
+# by the worker's job loop, serve.apply_limits, after either start). The namespaces, mounts,
+# uids, seccomp and killing differ between the starts: those cases run on both.
 one_start = pytest.mark.parametrize("pool", ["forked" if forkable() else "spawned"], indirect=True)
 
 

@@ -64,6 +64,7 @@ def test_a_fork_bomb_is_bounded_by_the_process_limit(pool):
     works(pool)
 
 
+@one_start
 def test_allocating_50_gb_fails_cleanly(pool):
     rec = pool.record("import numpy as np\nx = np.ones(int(50e9 / 8))\n")
     assert rec["error"]["type"] == "MemoryError"
@@ -137,6 +138,7 @@ def test_writing_outside_the_temporary_directory_fails(pool):
     works(pool)
 
 
+@one_start
 def test_a_file_bigger_than_the_file_size_limit_is_refused(pool):
     rec = pool.record("f = open('big.bin', 'wb')\nf.write(b'0' * (64 * 2**20))\nf.flush()\n")
     assert rec["error"] is not None

@@ -153,6 +153,7 @@ def config_cgroups():
         yield from (p for p in found.parent.iterdir() if p.name.startswith(f"tapeviz-{os.getpid()}-"))
 
 
+@one_start
 def test_open_files_are_bounded(pool):
     rec = pool.record("files = []\nfor i in range(100_000):\n"
                       "    files.append(open('f.txt', 'w'))\n")
