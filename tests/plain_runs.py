@@ -1,5 +1,6 @@
-"""The references a recording is checked against: a program run plainly (in this process
-or in a fresh Python, no tapeviz), and the same program recorded through a real worker."""
+"""The references a recording is checked against: a program run plainly, with no tapeviz (in
+this process, in a fresh Python, or many in forks of one; TensorFlow's own check naming the
+first non-finite op), and the same program recorded through a real worker."""
 import contextlib
 import io
 import json
