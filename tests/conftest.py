@@ -74,7 +74,17 @@ def _watch(item):
 # every phase is watched, not only the call.
 pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_watch)
 pytest_runtest_call = pytest.hookimpl(wrapper=True)(_watch)
-pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_watch)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Watched too; and after a module's last test, the Runners plain_runs.recorded kept for
+    it are closed, so no worker of theirs outlives the module (nor starts in a fast test)."""
+    result = yield from _watch(item)
+    runs = sys.modules.get("plain_runs")
+    if runs is not None and (nextitem is None or nextitem.module is not item.module):
+        runs.close_pools()
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

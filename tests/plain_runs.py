@@ -45,12 +45,24 @@ def recorded(source: str, tmp_path, keep_steps=runner.KEEP_STEPS, **limits) -> R
     """The program's recording, made by a real worker of a local Runner."""
     path = tmp_path / "program.py"
     path.write_text(source)
-    pool = runner.Runner(runner.Config(warm=0, limits=Limits(**limits)))
-    try:
-        return Recording.from_dict(pool.record(source, filename=str(path), timeout=300,
-                                               keep_steps=keep_steps))
-    finally:
-        pool.close()
+    return Recording.from_dict(_pool(tuple(sorted(limits.items()))).record(
+        source, filename=str(path), timeout=300, keep_steps=keep_steps))
+
+
+_POOLS: dict = {}
+
+
+def _pool(limits: tuple) -> runner.Runner:
+    """One local Runner per set of limits, kept until the test module is done (tests/conftest.py
+    closes them): its zygote imports TensorFlow once and each recording forks from it."""
+    if limits not in _POOLS:
+        _POOLS[limits] = runner.Runner(runner.Config(warm=0, limits=Limits(**dict(limits))))
+    return _POOLS[limits]
+
+
+def close_pools() -> None:
+    while _POOLS:
+        _POOLS.popitem()[1].close()
 
 
 def first_non_finite_op(source: str, tmp_path) -> str:
