@@ -64,3 +64,11 @@ def test_figure_view_run_from_a_recordings_json_form():
     assert all(v is None for v in norms["frozen/kernel"])
     assert "12 gradient calls at loop.py line 9" in fig.layout.title.text
     assert not math.isnan(fig.data[0].y[-1])
+
+
+def test_the_title_counts_the_calls_charted_and_the_run_s_others():
+    rec = recording(n=10)           # ten steps at line 9, one evaluation at line 20
+    assert run_figures.run_figure(rec).layout.title.text.startswith(
+        "the run: 10 gradient calls at loop.py line 9 (11 in the run)")
+    one = run_figures.run_figure(rec, site=("loop.py", 20)).layout.title.text
+    assert one.startswith("the run: 1 gradient call at loop.py line 20 (11 in the run)"), one

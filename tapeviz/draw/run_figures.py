@@ -96,7 +96,9 @@ def run_figure(rec, site: Optional[tuple] = None) -> go.Figure:
     fig.update_xaxes(title="step", row=2, col=1)
     where_text = f"{site[0]} line {site[1]}" if site else "no gradient call"
     dropped = getattr(rec, "dropped", {}).get("steps")
-    title = f"the run: {len(steps):,} gradient calls at {where_text}"
+    title = f"the run: {len(steps):,} gradient call{'' if len(steps) == 1 else 's'} at {where_text}"
+    if len(rec.steps) > len(steps):     # the other calls: a tape asked twice is two calls
+        title += f" ({len(rec.steps):,} in the run)"
     if dropped:
         title += f" (the newest; {dropped:,} older summaries dropped)"
     fig.update_layout(title=title, template="plotly_white", height=700,
