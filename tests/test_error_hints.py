@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
+from tapeviz import examples  # noqa: E402
 from tapeviz.words import hints  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
 
@@ -93,3 +94,20 @@ def test_a_program_of_constants_is_told_what_it_did():
     said = hints.no_graph_note(None, 0)
     assert "tf.constant" in said and "no op" in said and "ran no TensorFlow op" not in said
     assert "stopped" in hints.no_graph_note("ValueError", 0)
+
+
+NOT_PERSISTENT = "A non-persistent GradientTape can only be used to compute one set of gradients"
+
+
+def test_asking_a_tape_twice_is_explained_in_the_programs_own_names():
+    # one target, two sources: one call gives both, written with the student's names
+    program = ("w = tf.Variable(2.0)\nb = tf.Variable(1.0)\nwith tf.GradientTape() as g:\n"
+               "    z = w * 3.0 + b\ndz_dw = g.gradient(z, w)\ndz_db = g.gradient(z, b)\n")
+    hint = hints.error_hint("RuntimeError", NOT_PERSISTENT, "dz_db = g.gradient(z, b)", program)
+    assert "`g.gradient(z, [w, b])`" in hint and "`del g`" in hint
+    # two targets: a persistent tape, and what it is asked for
+    lesson = examples.load("nonpersistent_error").source
+    hint = hints.error_hint("RuntimeError", NOT_PERSISTENT, "dy_dx = tape.gradient(y, x)", lesson)
+    assert "persistent=True" in hint and "dz/dx and dy/dx" in hint and "[" not in hint
+    # the calls cannot be read back: the general hint
+    assert hints.error_hint("RuntimeError", NOT_PERSISTENT, "", "") == hints.NONPERSISTENT_HINT

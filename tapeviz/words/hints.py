@@ -3,6 +3,7 @@ gradient() on a non-persistent tape, TF1's Session, PyTorch), Python's "Did you 
 and the note when a run drew no graph. No Streamlit, no TensorFlow."""
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from typing import Optional
@@ -63,7 +64,7 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
     """A plain-language explanation and fix for mistakes learners make, or None."""
     text = f"{message}\n{line_text}"
     if "non-persistent GradientTape can only be used" in message:
-        return NONPERSISTENT_HINT
+        return _asked_twice(line_text, source) or NONPERSISTENT_HINT
     if error_type == "AttributeError" and "tensorflow" in message and any(
             f"'{n.split('.')[0]}'" in message for n in _TF1_NAMES):
         return TF1_HINT
@@ -84,9 +85,10 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
                 "instead, for example `name = \"Ada\"`.")
     if error_type == "Timeout" and _loops_over_data(source):
         return ("The program was stopped at its time limit in the middle of a loop over its "
-                "data; what it printed and the steps recorded until then are kept. Every op "
-                "of every step is recorded here, so a whole epoch takes minutes. Record a few "
-                "steps: loop over `dataset.take(3)` rather than hundreds of batches.")
+                "data; what it printed and the steps recorded until then are kept. A whole "
+                "epoch takes minutes, longer than the limit: to see a step's tape, loop over "
+                "`dataset.take(3)` rather than hundreds of batches; to train in full, run it "
+                "with `python -m tapeviz record` and a longer `--timeout`.")
     if error_type == "Timeout":
         return ("The program was stopped at its time limit. Look for a loop that never ends "
                 "(a `while` whose condition never turns false), or make the work smaller.")
@@ -111,3 +113,46 @@ def no_graph_note(error_type: Optional[str], tensors: int) -> str:
     return ("Making tensors with `tf.constant` or `tf.Variable`, and printing them, is all "
             "this program did: that runs no op, so there is no graph yet. An op such as "
             "`x * 2`, `tf.matmul` or `tape.gradient` draws one.")
+
+
+
+def _asked_twice(line_text: str, source: str) -> Optional[str]:
+    """NONPERSISTENT_HINT in the program's own names: the tape's, its target's and its
+    sources' as the gradient() calls wrote them. One call can give gradients of one target
+    with respect to many sources; two targets need a persistent tape. None when the calls
+    cannot be read back from the source."""
+    calls = _gradient_calls(source)
+    failed = _gradient_calls(line_text.strip())
+    if not failed or not calls:
+        return None
+    tape, target, _ = failed[0]
+    asked = [(t, s) for name, t, s in calls if name == tape]
+    sources = [s for t, s in asked if t == target]
+    head = (f"`{tape}` is a non-persistent GradientTape: it frees what it recorded after its "
+            "first gradient() call, so asking it again fails.")
+    if len({t for t, _ in asked}) == 1 and len(sources) > 1:
+        return (f"{head} Get all the gradients in one call, "
+                f"`{tape}.gradient({target}, [{', '.join(sources)}])`, or create it with "
+                f"`tf.GradientTape(persistent=True)` (and `del {tape}` when done).")
+    return (f"{head} Create it with `tf.GradientTape(persistent=True)` to ask it for "
+            + " and ".join(f"d{t}/d{s}" if t.isidentifier() and s.isidentifier() else f"the gradient of {t}"
+                           for t, s in dict.fromkeys(asked)) + f" (and `del {tape}` when done).")
+
+
+def _gradient_calls(source: str) -> list:
+    """[(tape, target, source)] of every `tape.gradient(target, source)` in `source`, in
+    order, as written; a list of sources gives one entry per element."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "gradient" and isinstance(node.func.value, ast.Name)
+                and len(node.args) >= 2):
+            arg = node.args[1]
+            items = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+            found += [(node.lineno, node.col_offset, node.func.value.id, ast.unparse(node.args[0]), ast.unparse(a))
+                      for a in items]
+    return [entry[2:] for entry in sorted(found)]
