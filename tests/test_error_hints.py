@@ -111,3 +111,18 @@ def test_asking_a_tape_twice_is_explained_in_the_programs_own_names():
     assert "persistent=True" in hint and "dz/dx and dy/dx" in hint and "[" not in hint
     # the calls cannot be read back: the general hint
     assert hints.error_hint("RuntimeError", NOT_PERSISTENT, "", "") == hints.NONPERSISTENT_HINT
+
+
+def test_an_integer_source_is_told_its_own_line_as_a_float():
+    from tapeviz.words import reasons
+    from tapeviz.recording import Tape, Tensor
+    program = "import tensorflow as tf\nw = tf.Variable(2)\n"
+    w = Tensor(id=1, name="w", shape=[], dtype="int32", kind="variable", line=2)
+    said = reasons.none_reason(ops=[], tensors={1: w}, tape=Tape(0, 3, False, True, None), targets=[2], source=1,
+                               program=program)
+    assert "`w = tf.Variable(2.0)`" in said and "tf.constant(3.0)" not in said
+    # a line that did not make it (another file's line numbers): the general advice
+    elsewhere = Tensor(id=1, name="w", shape=[], dtype="int32", kind="variable", line=1)
+    said = reasons.none_reason(ops=[], tensors={1: elsewhere}, tape=Tape(0, 3, False, True, None), targets=[2],
+                               source=1, program=program)
+    assert "tf.constant(3.0)" in said

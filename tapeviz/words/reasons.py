@@ -3,6 +3,7 @@ TensorFlow: it reads the recording's ops, tensors and tapes (plain data) and the
 text, so the app and the recorder can both use it."""
 from __future__ import annotations
 
+import ast
 import re
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -82,9 +83,12 @@ def none_reason(*, ops: Sequence[Op], tensors: Mapping[int, Tensor], tape: Tape,
     graph = _Graph(ops)
 
     if src is not None and src.dtype not in DIFFERENTIABLE_DTYPES:
+        made = _line_text(lines, src.line)     # the program's line, if it is the one that made it
+        fixed = _made_float(made) if src.name and re.match(rf"{re.escape(src.name)}\s*=", made) else None
         return (f"integer/non-float dtype: {name} is {src.dtype}, and only floating-point "
-                f"(or complex) tensors carry gradients. Create it as a float "
-                f"(tf.constant(3.0)) or tf.cast it to tf.float32 before the tape uses it.")
+                f"(or complex) tensors carry gradients. Create it as a float"
+                + (f", `{fixed}`," if fixed else " (tf.constant(3.0))")
+                + " or tf.cast it to tf.float32 before the tape uses it.")
 
     if not _held_by_tape(ops, on_tape, tape, source, src):
         return (_discarded_by_reset(tape, source, name, graph)
@@ -336,3 +340,26 @@ def _assignment_line(lines, name: Optional[str], before: Optional[int]) -> Optio
         if pattern.match(lines[line - 1]):
             return line
     return None
+
+
+_MAKERS = {"constant", "Variable", "convert_to_tensor"}
+
+
+def _made_float(line: str) -> Optional[str]:
+    """The line that made an integer tensor, its integers written as floats: `k =
+    tf.constant(3)` gives `k = tf.constant(3.0)`, `w = tf.Variable(2)` `w = tf.Variable(2.0)`.
+    None when the line is not one such call of plain integers (a dtype= of its own, say)."""
+    try:
+        tree = ast.parse(line.strip())
+    except (SyntaxError, ValueError):
+        return None
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in _MAKERS and n.args), None)
+    if call is None or call.keywords:
+        return None
+    ints = [n for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant) and type(n.value) is int]
+    if not ints:
+        return None
+    for n in ints:
+        n.value = float(n.value)
+    return ast.unparse(tree)
