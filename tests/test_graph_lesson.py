@@ -244,3 +244,4 @@ def test_fizzbuzzs_range_is_named_as_written():
     b.op("Range", [start, stop, step], line=1, tapes=())
     G = graph.build(b.rec)
     assert [d["label"] for _, d in G.nodes(data=True) if d["kind"] == "op"] == ["tf.range"]
+

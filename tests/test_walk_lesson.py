@@ -6,6 +6,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from tapeviz import examples  # noqa: E402
+from tapeviz.draw import graph  # noqa: E402
+from tapeviz.draw.options import View  # noqa: E402
 from tapeviz.words import eager_mode, values  # noqa: E402
 from tapeviz.state import callouts, view  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
@@ -118,3 +120,15 @@ def test_nested_tapes_say_both_derivatives_the_guide_prints():
     first, second = (values.number_text(float(names[n])) for n in ("dy_dx", "d2y_dx2"))
     said = view.sentence(rec, callouts.opening(rec)["view"]).replace("\\", "")
     assert f"so dy/dx = {first} and d²y/dx² = {second} at x = 1." in said
+
+
+def test_fizzbuzz_s_num_reads_as_its_values_not_a_product():
+    """The loop's `num`, drawn once for its steps: "num: 10 values" over their range, where
+    "num ×10 = 14" read as a multiplication. The range is that of the numbers it stands for."""
+    rec = recorder.record(examples.code("fizzbuzz"))
+    G = graph.build(rec, View())
+    num = next(d for d in G.nodes.values() if d["kind"] == "tensor" and d.get("stacked"))
+    numbers = [rec.tensor(m).value for m in num["stack"]]
+    assert rec.tensor(num["ref"]).name == "num" and len(numbers) == num["stacked"] > 1
+    assert num["label"].splitlines()[:2] == [
+        f"num: {len(numbers)} values", f"{min(numbers):g} … {max(numbers):g}"]

@@ -7,7 +7,6 @@ figures.py draws them. No TensorFlow here.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from typing import Callable, Optional
 
 import networkx as nx
@@ -252,9 +251,13 @@ def _mark(G: nx.DiGraph, walk: _Walk) -> None:
     for t, role in walk.roles.items():
         if tensor_node(t) in G:
             G.nodes[tensor_node(t)]["role"] = role
-    for t, n in Counter(walk.stacked.values()).items():
+    stacks: dict = {}
+    for t, newest in walk.stacked.items():
+        stacks.setdefault(newest, []).append(t)
+    for t, members in stacks.items():
         if tensor_node(t) in G:
-            G.nodes[tensor_node(t)]["stacked"] = n
+            G.nodes[tensor_node(t)]["stacked"] = len(members)
+            G.nodes[tensor_node(t)]["stack"] = sorted(members)
     if walk.chosen is not None:
         for t, reason in reads.none_reasons(walk.chosen, walk.alias).items():
             if tensor_node(t) in G:

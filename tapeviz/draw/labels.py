@@ -143,9 +143,8 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                     lines.append("grad 1")     # d target / d target, for a scalar target
                 elif t in norms:
                     lines.append(norm_words(grad, norms[t]))
-            if data.get("stacked"):     # "logits ×30 = 32×10": the count goes with the name
-                cut = len(name) if name and lines[0].startswith(name) else len(lines[0])
-                lines[0] = lines[0][:cut] + f" ×{data['stacked']}" + lines[0][cut:]
+            if data.get("stacked"):
+                lines[:1] = _stack_words(rec, data, name, lines[0])
             if info is not None and info.stats is not None and (info.stats.nan or info.stats.inf):
                 data["nonfinite"] = True   # a NaN must be unmistakable on the graph, not only in hover
                 lines[0] = "⚠ " + ("NaN" if info.stats.nan else "Inf") + " " + lines[0]
@@ -256,3 +255,18 @@ def _group_hover(rec: Recording, data: dict) -> str:
         lines.append(f"line {used[0]}" if len(used) == 1 else f"lines {used[0]}–{used[-1]}")
     lines.append("expand the group to see its ops")
     return "\n".join(lines)
+
+
+def _stack_words(rec: Recording, data: dict, name, first: str) -> list:
+    """A loop's tensors drawn as the newest: a scalar per step says its values' range ("num:
+    10 values" over "1 … 14", not "num ×10 = 14", which reads as a product); a bigger one
+    says the count with its name ("logits ×30 = 32×10")."""
+    numbers = [as_float(v) for m in data.get("stack", ())
+               if (info := rec.tensor(m)) is not None for v in [info.value]
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if name and len(numbers) == data["stacked"] and None not in numbers:
+        low, high = min(numbers), max(numbers)
+        return [f"{name}: {len(numbers)} values",
+                number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}"]
+    cut = len(name) if name and first.startswith(name) else len(first)
+    return [first[:cut] + f" ×{data['stacked']}" + first[cut:]]
