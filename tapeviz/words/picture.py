@@ -11,7 +11,8 @@ from .markdown import literal
 
 _SHAPES = ("Circles are tensors (orange: variables, red-orange: watched constants, grey: constants, "
            "blue: results), squares are ops, named as the Python that made them (`*`, `tf.square`; "
-           "hover for TensorFlow's own name, such as Mul); arrows point from an op's inputs to its "
+           "hover for TensorFlow's own name, such as Mul), diamonds the backward ops a gradient call "
+           "ran, hollow squares ops in a tape's block that it did not record; arrows point from an op's inputs to its "
            "outputs; “×2” on an arrow means the tensor is used twice. A big square “* ×3000, line 6” "
            "is one line's ops repeated by a loop (click it to unfold). Hidden unless asked for: "
            "*plumbing*, the bookkeeping TensorFlow does to create and assign variables.")
