@@ -132,3 +132,20 @@ def test_fizzbuzz_s_num_reads_as_its_values_not_a_product():
     assert rec.tensor(num["ref"]).name == "num" and len(numbers) == num["stacked"] > 1
     assert num["label"].splitlines()[:2] == [
         f"num: {len(numbers)} values", f"{min(numbers):g} … {max(numbers):g}"]
+
+
+def test_an_unwatched_tape_opens_on_its_own_none_not_the_watched_tape_beside_it():
+    """The callout says x's gradient is None: the graph under it is that call's, the block's
+    op unrecorded and x's grad None, not the other tape's x = 3 grad 6."""
+    program = ("import tensorflow as tf\n\nx = tf.constant(3.0)\nwith tf.GradientTape() as tape:\n"
+               "    y = x * x\nprint(tape.gradient(y, x))\n\nwith tf.GradientTape() as tape2:\n"
+               "    tape2.watch(x)\n    y2 = x * x\nprint(tape2.gradient(y2, x).numpy())\n")
+    _, printed = run_plain(program)
+    assert printed.splitlines() == ["None", "6.0"]      # plain TF: the unwatched tape's is None
+    rec = recorder.record(program)
+    first = callouts.callouts(rec)[0]
+    assert view.default_view(rec) == first.view == "call:0:0"
+    tape, call = view.parse_view(first.view)
+    G = graph.build(rec, View(tape=tape, call=call))
+    x = next(d for d in G.nodes.values() if d["kind"] == "tensor" and rec.tensor(d["ref"]).name == "x")
+    assert x["label"].splitlines()[-1] == "grad None"

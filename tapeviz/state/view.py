@@ -17,8 +17,9 @@ ALL_OPS = "all"
 
 def kept(rec: Recording, tp) -> bool:
     """Whether a tape still has ops in the recording: a long loop's early steps lose theirs
-    to the op bound, and a picture of them would be empty."""
-    return any(rec.op(i) is not None for i in tp.ops)
+    to the op bound, and a picture of them would be empty. A tape that recorded none (its
+    input never watched) is kept: its picture is the block's ops it did not record."""
+    return not tp.ops or any(rec.op(i) is not None for i in tp.ops)
 
 
 def _openable(rec: Recording) -> list:
