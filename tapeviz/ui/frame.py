@@ -30,22 +30,28 @@ def pages(folder: Path) -> list:
 
 def run(app_file: str) -> None:
     """app.py: the frame, then the page the address names."""
-    page = _frame(Path(app_file).parent / "pages")
-    _run.framed = True
-    try:
-        page.run()
-    finally:
-        _run.framed = False
+    _run_framed(_frame(Path(app_file).parent / "pages"))
 
 
 def require(page_file: str) -> None:
     """A page's first line. Streamlit runs a `pages/` folder's script on its own, without
     app.py, while st.navigation has not yet run in the process: a fresh server's first
     session opened at that page's address (and every AppTest run). Then the page puts up the
-    frame itself, the same as app.py's, and st.navigation ends that mode for the server."""
+    frame itself, runs itself inside it and stops: one script run, so a press or a choice
+    that started it is kept (a rerun dropped a press; drawing on outside the frame lost
+    widget values), and st.navigation ends that mode for the server."""
     if not getattr(_run, "framed", False):
-        _frame(Path(page_file).parent)
+        _run_framed(_frame(Path(page_file).parent))
+        st.stop()
     st.html(STYLE)
+
+
+def _run_framed(page) -> None:
+    _run.framed = True
+    try:
+        page.run()
+    finally:
+        _run.framed = False
 
 
 def _frame(folder: Path):
