@@ -1,6 +1,4 @@
 """share (code in a URL) and view (what the debugger page shows), without Streamlit or TF."""
-import json
-import pathlib
 import zlib
 import base64
 
@@ -10,7 +8,6 @@ from tapeviz.draw import graph
 from tapeviz.draw.options import View
 from tapeviz.words import markdown
 from tapeviz.state import inspector, share, view
-from tapeviz.recording import Recording
 from builders import keras_like, wxb
 
 
