@@ -143,7 +143,9 @@ with right:
     if rec.eager:
         st.info("Recorded with tf.functions run eagerly: each traced function's ops are drawn "
                 "one by one, with their values.", icon=":material/bolt:")
-    for warning in rec.warnings[:5]:
+    # the recording's own note that tf.functions ran eagerly is the info just above
+    shown = [w for w in rec.warnings if not (rec.eager and isinstance(w, dict) and w.get("kind") == "eager")]
+    for warning in shown[:5]:
         st.warning(notes.warning_line(warning))
     if rec.skipped:
         st.info(notes.skipped_note(rec.skipped))

@@ -214,3 +214,16 @@ def test_pages_opening_one_link_share_its_run():
     said = state(second).run_status[0]
     assert said.startswith("Run → drawn in"), said
     assert state(second).rec.tapes and not second.exception
+
+
+def test_tf_functions_run_eagerly_are_said_once():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at = at.toggle(key="eager").set_value(True).run()
+    state(at).edited("import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return x * x\n\n"
+                     "x = tf.Variable(3.0)\nwith tf.GradientTape() as tape:\n    y = f(x)\n"
+                     "print(tape.gradient(y, x).numpy())\n", submitted=True)
+    at = at.run()
+    assert not at.exception and state(at).rec.eager
+    assert any(w.get("kind") == "eager" for w in state(at).rec.warnings)    # the recording says it
+    said = texts(at.info) + texts(at.warning)
+    assert said.count("ran eagerly") + said.count("run eagerly") == 1, said
