@@ -6,7 +6,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tapeviz import examples
+from tapeviz import examples, printed
 from tapeviz.draw import graph
 from tapeviz.state import debugger, share
 from plain_runs import first_non_finite_op
@@ -227,3 +227,26 @@ def test_tf_functions_run_eagerly_are_said_once():
     assert any(w.get("kind") == "eager" for w in state(at).rec.warnings)    # the recording says it
     said = texts(at.info) + texts(at.warning)
     assert said.count("ran eagerly") + said.count("run eagerly") == 1, said
+
+
+def _in_order(node, out):
+    """Every element under `node` in the order the page draws them: (type, value)."""
+    for child in getattr(node, "children", {}).values():
+        out.append((child.type, str(getattr(child, "value", ""))))
+        _in_order(child, out)
+    return out
+
+
+@pytest.mark.parametrize("name", ["eager_basics", "tf1_vs_eager", "fizzbuzz"])
+def test_a_program_without_a_tape_shows_what_it_printed_beside_its_sentence(name):
+    # its lesson is what it printed (m = tf.Tensor(...), the Session's 22.0): with the
+    # sentence over the graph, not only under the legend below the fold
+    at = opened(example=name)
+    assert not at.exception and not state(at).rec.tapes and state(at).rec.stdout
+    seq = [(kind, value) for kind, value in _in_order(at.main, [])
+           if kind in ("info", "code", "plotly_chart")]
+    sentence = next(i for i, (kind, value) in enumerate(seq) if kind == "info" and "ran" in value)
+    chart = next(i for i, (kind, _) in enumerate(seq) if kind == "plotly_chart")
+    kind, text = seq[sentence + 1]
+    assert kind == "code" and text.strip() == printed.as_shown(state(at).rec.stdout).strip()
+    assert sentence + 1 < chart

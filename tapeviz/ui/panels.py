@@ -105,8 +105,13 @@ def _view_switches(state, rec: Recording) -> tuple:
                           help="What to draw: each gradient call, each tape, every op; and how")
     if rec.tapes:
         key = controls.selectbox("Show", list(choices), format_func=choices.get, key="view")
-    else:
-        st.info(eager_mode.no_tape_sentence(rec))
+    else:     # a program with no tape teaches by what it printed: beside the sentence, on arrival
+        said, out = st.columns([3, 2]) if rec.stdout.strip() else (st.container(), None)
+        said.info(eager_mode.no_tape_sentence(rec))
+        if out is not None:
+            text = printed.as_shown(rec.stdout)
+            # wrapped, so the key number at a long line's end is on screen; a long print scrolls
+            out.code(text, language=None, wrap_lines=True, height="content" if text.count("\n") < 6 else 180)
         key = view.ALL_OPS
     tape, call_index = view.parse_view(key)
     calling = call_index is not None
