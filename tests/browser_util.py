@@ -149,3 +149,17 @@ def assert_no_exception(page):
     for block in page.locator("[data-testid='stCode']").all_inner_texts():
         if "Traceback" in block:
             assert "tapeviz" not in block and "streamlit" not in block, block
+
+
+# The page's script is not running: Streamlit's own mark on the app's root element.
+SETTLED = """() => { const app = document.querySelector('[data-test-script-state]');
+    return app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
+
+
+def settle(page, timeout_ms: int) -> None:
+    """Wait for the debugger's first drawing and the rerun it makes on its own (the window's
+    width and room reported): a click or an upload during that rerun can be lost."""
+    page.wait_for_selector(".js-plotly-plot, [data-testid='stAlert']", timeout=timeout_ms)
+    for _ in range(2):
+        page.wait_for_function(SETTLED, timeout=timeout_ms)
+        page.wait_for_timeout(1500)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from browser_util import assert_no_exception, browser_page, screenshot_path, server_pid, streamlit_server
+from browser_util import assert_no_exception, browser_page, screenshot_path, server_pid, settle, streamlit_server
 from tapeviz.state import share
 from tapeviz.server import sandbox
 from npz_bombs import zipped_zeros_npz
@@ -83,6 +83,7 @@ def test_a_hostile_recording_upload_is_a_plain_message(server, name, tmp_path):
     path.write_bytes(make())
     with browser_page() as page:
         page.goto(url)
+        settle(page, WAIT_MS)      # an upload during the page's own first rerun can be lost
         page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
         before = peak_mib(pid)
         page.get_by_text("Open a recording").click()
@@ -97,6 +98,7 @@ def test_a_forged_million_input_recording_from_a_worker_is_a_plain_message(serve
     url, pid = server
     with browser_page() as page:
         page.goto(url)
+        settle(page, WAIT_MS)      # an upload during the page's own first rerun can be lost
         page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
         before = peak_mib(pid)
         page.goto(share.link(url + "/", code=FORGE))

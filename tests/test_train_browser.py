@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path,
+from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, settle,
                           streamlit_server)
 
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
@@ -18,8 +18,6 @@ MNIST = os.environ.get("TAPEVIZ_MNIST_DIR") or (str(SHARED_MNIST) if SHARED_MNIS
 # Where an element's box lies against the window, as the browser measured it.
 IN_VIEW = """el => { const r = el.getBoundingClientRect();
     return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }"""
-SETTLED = """() => { const app = document.querySelector('[data-test-script-state]');
-    return app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
 # The chart titled `title` is on screen, whole (polled: a live chart is redrawn, and for an
 # instant between two draws it has no box).
 CHART_IN_VIEW = """title => Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -72,12 +70,7 @@ def test_the_loss_chart_is_above_the_fold_at_1280x720_and_no_request_leaves_the_
         asked = []
         page.on("request", lambda request: asked.append(request.url))
         page.goto(server)
-        page.wait_for_selector(".js-plotly-plot, [data-testid='stAlert']", timeout=WAIT_MS)
-        # The debugger reruns once on its own (the window's width and room reported): a
-        # click while that rerun runs can be lost, so the page is let settle first.
-        for _ in range(2):
-            page.wait_for_function(SETTLED, timeout=WAIT_MS)
-            page.wait_for_timeout(1500)
+        settle(page, WAIT_MS)
         page.get_by_role("link", name="Train MNIST").click()
         page.get_by_role("button", name="Start", exact=True).wait_for(timeout=WAIT_MS)
         # A short run: 2,000 digits for one epoch
