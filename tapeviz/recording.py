@@ -196,6 +196,9 @@ class Recording:
     eager: bool = False              # recorded with --eager: tf.functions ran op by op
     steps: list = field(default_factory=list)         # [CallSummary], oldest first
     step_sources: list = field(default_factory=list)  # [StepSource] the summaries name
+    # a run that did not end on its own: {"why": "timeout" | "cancelled" | "killed" |
+    # "crashed", "note": what it kept}; {} for a run that ended as its program did
+    cut_short: dict = field(default_factory=dict)
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -256,6 +259,7 @@ class Recording:
             eager=bool(d.get("eager")),
             steps=[_build(CallSummary, c) for c in d.get("steps") or []],
             step_sources=[_build(StepSource, c) for c in d.get("step_sources") or []],
+            cut_short=dict(d.get("cut_short") or {}),
         )
 
     @classmethod

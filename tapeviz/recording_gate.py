@@ -256,6 +256,12 @@ def _object(x, fields: dict) -> bool:
     return type(x) is dict and all(fields.get(k, _scalar)(v) for k, v in x.items())
 
 
+def well_formed(x, fields: dict) -> bool:
+    """`x` is one of a recording's items as `fields` (STEP, STEP_SOURCE, ...) checks it:
+    for the channel's streamed step summaries (server/protocol.py)."""
+    return _object(x, fields)
+
+
 LINE_FIELDS = {"line": _opt_int, "file": _opt_name}
 OP = {"id": _int, "type": _name, "inputs": _ids, "outputs": _ids, "scope": _opt_name,
       "tapes": _ids, "phase": _name, "duration_us": _opt_number, "function": _opt_name,
@@ -326,7 +332,7 @@ def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Op
     why = _problem_files(rec)
     if why is not None:
         return why
-    for key in ("dropped", "skipped"):
+    for key in ("dropped", "skipped", "cut_short"):
         d = rec.get(key) or {}
         if type(d) is not dict or len(d) > 100 or not all(_name(k) and _scalar(v) for k, v in d.items()):
             return f"the recording's {key} is not a small table"

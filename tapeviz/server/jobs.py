@@ -1,5 +1,6 @@
 """One job model for both pages: a job (a recording or a training run) is submitted to the
-runner, and its handle gives typed events (phase, output, metric, recording, error, done)
+runner, and its handle gives typed events (phase, output, metric, steps, recording, error,
+done)
 and takes cancel, and for training pause/resume/stop/snapshot. No TensorFlow, no Streamlit.
 """
 from __future__ import annotations
@@ -66,6 +67,16 @@ class Output:
 class Metric:
     """One training record (a tapeviz.metrics record, already checked)."""
     record: object
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Step summaries a record job's program made since the last Steps (streamed while it
+    runs, about every half second, and once when it stops): `steps` as the recording's
+    `steps` entries (dicts, checked by the channel), `step_sources` only the new entries
+    of its `step_sources`, which the summaries' `sources` index into."""
+    steps: list
+    step_sources: list
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from .. import recording_gate as gate
 from ..recording import SCHEMA
 from .config import Limits
 from .jobs import Job, Recorded
+from .streamed import Streamed
 
 RUNNER_HINT = "The app could not start a worker. Try again; if it persists, restart the app."
 
@@ -41,20 +42,42 @@ def failed(source: str, type_: str, message: str) -> Recorded:
     return own(error_recording(source, type_, message, hint))
 
 
+def _kept(streamed: Optional[Streamed]) -> str:
+    """What of a killed run's recording survived, in words."""
+    if not streamed:
+        return "nothing it recorded survived"
+    n = len(streamed.steps)
+    return f"its {n:,} step summar{'y' if n == 1 else 'ies'} streamed while it ran " \
+           f"{'is' if n == 1 else 'are'} kept" + (", and the steps it kept whole"
+                                                   if streamed.kept else "")
+
+
+def cut_short(recording: dict, streamed: Optional[Streamed], why: str) -> Recorded:
+    """A runner-made recording of a run cut short, with what its worker streamed."""
+    if streamed:
+        recording = streamed.into(recording, why)
+    return own(recording)
+
+
 def recorded(job: Job, worker, message: Optional[dict], printed: str, limits: Limits,
-             timeout_s: float) -> Recorded:
+             timeout_s: float, streamed: Optional[Streamed] = None) -> Recorded:
     """What a record job's last message means: its recording, or why there is none.
-    `message` None: the deadline passed; `printed`: the output it streamed."""
+    `message` None: the deadline passed; `printed`: the output it streamed; `streamed`:
+    the step summaries (and steps kept whole) it streamed, kept in a run cut short."""
     source = job.spec.source
     if job.cancelled.is_set():
-        return failed(source, "Cancelled", "the run was cancelled before it finished")
+        return cut_short(error_recording(
+            source, "Cancelled", "the run was cancelled before it finished"
+            + ("" if not streamed else f"; {_kept(streamed)}"),
+            stdout=printed if streamed else ""), streamed, "cancelled")
     if message is None:
-        return own(error_recording(
+        return cut_short(error_recording(
             source, "Timeout",
             f"the program ran longer than its time limit of {timeout_s:g} s and did not "
-            f"stop when asked, so its worker was killed; what it printed is kept, nothing it "
-            f"recorded survived",
-            "Look for a loop that never ends, or a single huge operation.", printed))
+            f"stop when asked, so its worker was killed; what it printed is kept, "
+            f"{_kept(streamed)}",
+            "Look for a loop that never ends, or a single huge operation.", printed),
+            streamed, "timeout")
     kind = message.get("type")
     if kind == "recording":
         try:
@@ -73,13 +96,13 @@ def recorded(job: Job, worker, message: Optional[dict], printed: str, limits: Li
             source, "WorkerError", "the recording was too large to send back (over "
             f"{protocol.MAX_MESSAGE // 2**20} MiB), so the worker was dropped",
             "Record fewer or smaller tensors, e.g. a single training step."))
-    return own(error_recording(
+    return cut_short(error_recording(
         source, "WorkerCrash",
         f"{worker.exit_description()} while running this program; what it printed "
-        f"is kept, nothing it recorded survived. Other runs are not affected.",
+        f"is kept, {_kept(streamed)}. Other runs are not affected.",
         "A program that exhausts memory, kills its own process or crashes native "
         "code ends like this. Make the tensors smaller or remove the offending call.",
-        printed))
+        printed), streamed, "crashed")
 
 
 def training_error(job: Job, worker, message: Optional[dict], limits: Limits) -> Optional[str]:

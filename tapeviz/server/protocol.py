@@ -51,6 +51,16 @@ def _metric(x) -> bool:
     return isinstance(x, dict) and isinstance(x.get("type"), str)
 
 
+MAX_STREAMED_STEPS = 10_000     # summaries in one steps message (the worker sends 2,000)
+
+
+def _list_of(fields: dict):
+    """A list of at most MAX_STREAMED_STEPS objects each as the gate checks `fields` in a
+    recording (a streamed step summary, a step source)."""
+    return lambda x: (type(x) is list and len(x) <= MAX_STREAMED_STEPS
+                      and all(gate.well_formed(item, fields) for item in x))
+
+
 # type: {field: check}, exactly what the worker sends (worker/serve.py, exits.py, recorder.py);
 # the recording itself is read through the gate (read_recording).
 SHAPES = {
@@ -61,11 +71,12 @@ SHAPES = {
     "recording": {"recording": lambda x: isinstance(x, dict), "usage": _table,
                   "exit_status": lambda x: x is None or type(x) is int},
     "metric": {"metric": _metric},
+    "steps": {"steps": _list_of(gate.STEP), "step_sources": _list_of(gate.STEP_SOURCE)},
     "done": {"usage": _table},
     "error": {"message": _text},
 }
 REQUIRED = {"ready": ("pid",), "stdout": ("text",), "stderr": ("text",), "recording": ("recording",),
-            "metric": ("metric",), "error": ("message",)}
+            "metric": ("metric",), "error": ("message",), "steps": ("steps", "step_sources")}
 
 
 def shape_problem(message: dict) -> Optional[str]:

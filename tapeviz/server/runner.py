@@ -14,9 +14,10 @@ from . import outcome
 from .. import metrics
 from .config import Config, Limits
 from .hosted import Walls, set_up
-from .jobs import KEEP_STEPS, Job, Metric, Output, Phase, Record, Recorded, Train
+from .jobs import KEEP_STEPS, Job, Metric, Output, Phase, Record, Recorded, Steps, Train
 from .pool import READY_TIMEOUT_S, WarmPool
 from .queues import FairQueue, Shares, TooManyJobs
+from .streamed import Streamed
 
 GRACE_S = 5.0                # past the program's own time limit, before the worker is killed
 FINISH_S = 120.0             # once the program stopped: building and sending a large recording
@@ -182,7 +183,8 @@ class Runner:
                 pass                 # it died: the reader reports the exit
             job.sent = True
             job.emit(Phase("running"))
-            last, printed = self._listen(job, worker)
+            streamed = Streamed()
+            last, printed = self._listen(job, worker, streamed)
             # The slot bounds programs running at once, and this one has stopped: the next
             # in line starts while its recording is read and this worker is killed (under
             # a class's load the kill waits for the zygote, up to a tenth of a second).
@@ -190,7 +192,7 @@ class Runner:
             limits = self.config.limits
             if spec.kind == "record":
                 end = {"recorded": outcome.recorded(job, worker, last, printed, limits,
-                                                    self._timeout(spec))}
+                                                    self._timeout(spec), streamed)}
             else:
                 end = {"error": outcome.training_error(job, worker, last, limits)}
             # Everything the job started (a child that left its session, in its namespace,
@@ -227,10 +229,11 @@ class Runner:
             return self._timeout(spec) + GRACE_S + HOSTED_FINISH_S
         return self._timeout(spec) + GRACE_S
 
-    def _listen(self, job: Job, worker) -> tuple:
-        """The one message loop of every job: streamed output and training records become
-        events; the first other message (or None, past the deadline) ends it, returned with
-        the printed output (the newest `max_stdout` characters).
+    def _listen(self, job: Job, worker, streamed: Streamed) -> tuple:
+        """The one message loop of every job: streamed output, step summaries (kept in
+        `streamed` too) and training records become events; the first other message (or
+        None, past the deadline) ends it, returned with the printed output (the newest
+        `max_stdout` characters).
 
         Only in local mode (the user's own programs) does the worker's "stopped" give the
         recording FINISH_S more; in hosted mode user code can forge any message, so the
@@ -249,6 +252,9 @@ class Runner:
                 text = str(message.get("text", ""))
                 printed = (printed + text)[-limits.max_stdout:]
                 job.emit(Output(text))
+            elif kind == "steps" and job.spec.kind == "record":
+                streamed.add_steps(message["steps"], message["step_sources"])
+                job.emit(Steps(message["steps"], message["step_sources"]))
             elif kind == "stopped" and job.spec.kind == "record":
                 job.emit(Phase("finishing"))   # the time limit was kept; a recording follows
                 if not self.config.hosted:

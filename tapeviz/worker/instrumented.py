@@ -259,7 +259,7 @@ class _RecordedTape(backprop.GradientTape):
         _quietly(session, f"could not describe this {kind} call", session.finish_call,
                  state, call, flat_sources, results, flow_ids, flow_grads, first)
         _quietly(session, f"could not summarize this {kind} call", session.steps.add,
-                 session, state, call, target, flat_sources)
+                 session, state, call, target, flat_sources, results)
 
     def _unrecorded_call(self, kind, target, sources, compute, depth=2):
         """A gradient call of a tape the window left unrecorded (a loop's later step):

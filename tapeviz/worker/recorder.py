@@ -23,6 +23,7 @@ import tensorflow as tf  # noqa: E402
 from ..words import hints  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
 from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
+from .step_stream import streamed_steps  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
@@ -266,6 +267,10 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     rec.stderr = err.text()
     rec.argv = list(program["argv"]) if program and program.get("argv") else None
     rec.eager = eager
+    if error is not None and error.type == "Timeout":
+        rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
+                         "note": "the program was stopped at its time limit; what it recorded "
+                                 "until then is kept"}
     return rec
 
 
@@ -305,7 +310,8 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
     filename = session.filename
     timer = None
     try:
-        with exits.streamed(out, emit) as streamed, native_output.captured(streamed) as stdout, \
+        with exits.streamed(out, emit) as streamed, streamed_steps(session, emit), \
+                native_output.captured(streamed) as stdout, \
                 native_output.captured(err, 2) as stderr, contextlib.redirect_stdout(stdout), \
                 contextlib.redirect_stderr(stderr), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(

@@ -5,6 +5,7 @@ every step can be charted after the op bound dropped its ops (Recording.steps).
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque, namedtuple
 from typing import Optional
 
@@ -26,15 +27,19 @@ class StepLog:
         self.sources: dict = {}           # recording id of a source -> its index in `named`
         self.named: list = []             # [StepSource]
         self.site_sources: dict = {}      # (file, line) of a call -> its last sources' indexes
+        # summaries not yet streamed to the server (step_stream.py takes them from its thread)
+        self.fresh: list = []
+        self.fresh_lock = threading.Lock()
 
-    def add(self, session, state, call, target, flat_sources) -> None:
+    def add(self, session, state, call, target, flat_sources, flat_grads) -> None:
         """After `call` is finished (its results and flow filled): its summary. The norms of
-        its sources are its flow entries', some filled only at finish (see flow_entry)."""
-        entries = {e.tensor: e for e in call.flow}
+        its sources are read now from the gradients TensorFlow returned (NumPy, no op), as
+        for an unrecorded call, so the summary is whole when it is streamed (step_stream.py);
+        the flow entries' norms may come only at finish (see flow_entry)."""
         positions, flow = [], []
-        for src, result in zip(flat_sources, call.results):
+        for src, result, grad in zip(flat_sources, call.results, flat_grads):
             positions.append(self._source(session, src, result.source))
-            flow.append(entries.get(result.source) if result.grad is not None else None)
+            flow.append(_Norm(numerics.norm(grad)) if grad is not None else None)
         summary = CallSummary(self.calls, state.rec.id, len(state.rec.gradients) - 1,
                               call.kind, call.line, call.file, sources=positions)
         summary.target, summary.scalar = _target(target)
@@ -70,15 +75,31 @@ class StepLog:
         self._keep(summary, norms)
 
     def _keep(self, summary: CallSummary, flow: list) -> None:
-        """Keep a summary, the newest MAX_STEPS (and MAX_STEP_NORMS norms) in all."""
+        """Keep a summary, the newest MAX_STEPS (and MAX_STEP_NORMS norms) in all, its
+        norms filled now (every one is known), and queue it for the stream."""
         self.calls += 1
-        self.kept.append((summary, flow))
+        _fill(summary, flow)
+        self.kept.append(summary)
         self.norms += len(flow)
+        with self.fresh_lock:
+            self.fresh.append(summary)
         while len(self.kept) > self.max_steps or (self.norms > self.max_norms
                                                   and len(self.kept) > 1):
-            _, old = self.kept.popleft()
-            self.norms -= len(old)
+            old = self.kept.popleft()
+            self.norms -= len(old.norms)
             self.dropped += 1
+
+    def take_fresh(self) -> list:
+        """The summaries kept since the last call (the stream's thread asks)."""
+        with self.fresh_lock:
+            fresh, self.fresh = self.fresh, []
+        return fresh
+
+    def anomalous(self, summary: CallSummary) -> bool:
+        """The cheap check that keeps a step whole (keep.py): a NaN/Inf or a None gradient,
+        a non-finite loss, or an exception in the call."""
+        return bool(summary.nan or summary.inf or summary.none or summary.error
+                    or summary.target in _NON_FINITE)
 
     def _source(self, session, src, rid: int) -> int:
         index = self.sources.get(rid)
@@ -99,18 +120,20 @@ class StepLog:
         for source in self.named:
             rec = session.tensors.get(source.tensor)
             source.name = rec.name if rec is not None else None
-        summaries = []
-        for summary, flow in self.kept:
-            norms = [as_float(e.norm) if e is not None else None for e in flow]
-            summary.norms = [_rounded(n) for n in norms]
-            summary.nan = [i for i, n in enumerate(norms) if n is not None and n != n]
-            summary.inf = [i for i, n in enumerate(norms) if n is not None and math.isinf(n)]
-            summaries.append(summary)
-        return summaries, self.named
+        return list(self.kept), self.named
 
 
-# A norm known when the call is summarized (an unrecorded call's), read as a FlowEntry's
+# A norm known when the call is summarized, read as a FlowEntry's
 _Norm = namedtuple("_Norm", "norm")
+_NON_FINITE = ("nan", "inf", "-inf")
+
+
+def _fill(summary: CallSummary, flow: list) -> None:
+    """A summary's norms (rounded) and its NaN/Inf positions, from its sources' norms."""
+    norms = [as_float(e.norm) if e is not None else None for e in flow]
+    summary.norms = [_rounded(n) for n in norms]
+    summary.nan = [i for i, n in enumerate(norms) if n is not None and n != n]
+    summary.inf = [i for i, n in enumerate(norms) if n is not None and math.isinf(n)]
 
 
 def _target(target) -> tuple:

@@ -1,0 +1,75 @@
+"""Step summaries streamed to the server while the program runs: every STREAM_S, and once
+more when it stops, a `steps` message carries the summaries made since the last one (as the
+recording's `steps` entries) and the step sources they name first. The runner keeps them, so
+a run that is killed still shows its every step (server/streamed.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import Callable, Optional
+
+from ..recording import _plain
+
+STREAM_S = 0.5               # how often new summaries go to the server
+MESSAGE_STEPS = 2_000        # summaries per message: each stays far below the small-message cap
+
+
+class StepStream:
+    """Sends `session.steps`' fresh summaries through `emit` from a thread of its own: the
+    program's thread only appends to a list (StepLog.take_fresh)."""
+
+    def __init__(self, session, emit: Callable[[dict], None], every: float = STREAM_S):
+        self.session, self.emit, self.every = session, emit, every
+        self.pid = os.getpid()
+        self.sources_sent = 0
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="tapeviz-steps", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.every):
+            self.flush()
+
+    def flush(self) -> None:
+        with self.lock:
+            if os.getpid() != self.pid:          # a forked child: not our channel
+                return
+            steps = self.session.steps
+            fresh = steps.take_fresh()
+            named = steps.named[self.sources_sent:]
+            if not fresh and not named:
+                return
+            self.sources_sent += len(named)
+            sources = [_plain(s) for s in named]
+            tensors = self.session.tensors
+            for source in sources:            # the name as known now (finish has the last)
+                rec = tensors.get(source["tensor"])
+                if source["name"] is None and rec is not None:
+                    source["name"] = rec.name
+            for i in range(0, max(1, len(fresh)), MESSAGE_STEPS):
+                try:
+                    self.emit({"type": "steps", "steps": [_plain(s) for s in
+                                                          fresh[i:i + MESSAGE_STEPS]],
+                               "step_sources": sources if i == 0 else []})
+                except Exception:                 # the channel is gone: the run goes on
+                    return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.flush()
+
+
+@contextlib.contextmanager
+def streamed_steps(session, emit: Optional[Callable[[dict], None]]):
+    """While the program runs, its step summaries stream through `emit` (None: not)."""
+    if emit is None:
+        yield None
+        return
+    stream = StepStream(session, emit)
+    try:
+        yield stream
+    finally:
+        stream.stop()
