@@ -55,11 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
                           "with the ops up to the next top-level tape; the rest of the program "
                           "runs uninstrumented, at full speed")
     rec.add_argument("--keep-steps", metavar="N", type=positive_int, default=None,
-                     help="record only the first N tapes each top-level `with` line opens (a "
-                          "loop's first N steps, fewer if they fill most of the op bound); the "
-                          "loop's later steps run uninstrumented at close to full speed, their "
-                          "losses and gradient norms still in the recording's steps (the app "
-                          f"records {runner.KEEP_STEPS}; default here: every step)")
+                     help="keep the first N tapes each top-level `with` line opens whole (a "
+                          "loop's first N steps, fewer if they fill most of the op bound; "
+                          f"default {runner.KEEP_STEPS}), besides its {runner.NEWEST_STEPS} "
+                          "newest sampled steps and those with a NaN/Inf, a None gradient or "
+                          "an error; its other steps run uninstrumented at close to full "
+                          "speed, their losses and gradient norms still in the recording's steps")
+    rec.add_argument("--all-steps", action="store_true",
+                     help="record every op of every step (slower; a long loop's oldest ops "
+                          "give way to the op bound)")
     rec.add_argument("--eager", action="store_true",
                      help="run tf.functions eagerly (tf.config.run_functions_eagerly(True)), "
                           "so the ops and gradients inside model.fit()'s train_step and "
@@ -145,6 +149,8 @@ def _options_problem(args):
     """What is wrong with `record`'s options together, or None."""
     if args.tapes and args.keep_steps:
         return "--tapes and --keep-steps both choose the tapes to record; give one"
+    if args.all_steps and args.keep_steps:
+        return "--all-steps records every step and --keep-steps some of them; give one"
     if args.timeout is not None and args.timeout <= 0:
         return "--timeout must be positive"
     return None
@@ -161,7 +167,12 @@ def _record_with(pool, args, path: Path, source: str, live, to_file: bool) -> di
                                    if k == "stderr" or to_file}
         return pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
                            program=program, tapes=args.tapes,
-                           eager=args.eager, keep_steps=args.keep_steps)
+                           eager=args.eager, keep_steps=kept_steps(args))
+
+
+def kept_steps(args):
+    """The first steps of each loop `record` keeps whole (None: every op of every step)."""
+    return None if args.all_steps else args.keep_steps or runner.KEEP_STEPS
 
 
 def _write_recording(args, recording: dict, to_file: bool, live) -> None:

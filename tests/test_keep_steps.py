@@ -118,7 +118,7 @@ def test_a_loop_stops_recording_once_its_steps_fill_most_of_the_op_bound():
 def test_the_command_line_takes_keep_steps_or_tapes_not_both(tmp_path, capsys):
     from tapeviz.__main__ import main, parse
     assert parse(["record", "main.py", "--keep-steps", "20"]).keep_steps == 20
-    assert parse(["record", "main.py"]).keep_steps is None     # the CLI records every step
+    assert parse(["record", "main.py"]).keep_steps is None     # the default keep policy's
     program = tmp_path / "main.py"
     program.write_text("print(1)\n")
     assert main(["record", str(program), "--keep-steps", "5", "--tapes", "0:2"]) == 2
@@ -182,7 +182,11 @@ def test_the_guides_mnist_loop_settles_with_every_step_charted(tmp_path):
     # each step's gradient norms: a kernel and a bias for each of the 3 layers with weights
     assert all(len(s["norms"]) == 6 and all(n and n > 0 for n in s["norms"]) for s in steps)
     recorded = [t for t in rec["tapes"] if t["line"] == loop]
-    assert len(recorded) == runner.KEEP_STEPS and not rec["dropped"].get("ops")
-    assert rec["skipped"]["note"].startswith(
-        f"steps {runner.KEEP_STEPS + 1}–{len(losses)} of the loop at line {loop} ran uninstrumented")
+    # the default keep policy: the first KEEP_STEPS steps whole, and the NEWEST_STEPS newest
+    # sampled ones (recorded within a share of the loop's time, the older let go)
+    assert len(recorded) == runner.KEEP_STEPS + runner.NEWEST_STEPS
+    assert not rec["dropped"].get("ops")
+    assert rec["skipped"]["note"].startswith(f"steps {runner.KEEP_STEPS + 1}–")
+    assert rec["skipped"]["kept"].startswith(f"steps 1–{runner.KEEP_STEPS}, ")
+    assert f"of the loop at line {loop} ran uninstrumented or were dropped" in rec["skipped"]["note"]
     assert Recording.from_dict(rec).tapes_opened("program.py", loop) == len(losses)

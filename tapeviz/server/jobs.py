@@ -15,20 +15,25 @@ from ..recording import Recording
 # -- what is asked ------------------------------------------------------------------------
 
 
-# The debugger's runs record a loop's first KEEP_STEPS steps whole and run the rest
-# uninstrumented, summarized (worker/window.py): a class's typed training loop (the eager
-# guide's MNIST loop, ~250 ops a step) then settles in its time limit at close to plain speed,
-# with every step's loss charted, where recording all 400 steps took 100k ops and a Timeout.
-# 20 steps are enough to see a loop fold ("×N steps") and its first losses move.
+# The default keep policy (worker/keep.py), the page's and the command line's: a loop's first
+# KEEP_STEPS steps whole, its NEWEST_STEPS newest sampled steps and up to ANOMALY_STEPS
+# steps whose cheap check found a NaN/Inf, a None gradient or an error; the rest run
+# uninstrumented, summarized (worker/window.py). A class's typed training loop (the eager
+# guide's MNIST loop, ~250 ops a step) then settles in its time limit at close to plain
+# speed, with every step's loss charted, where recording all 400 steps took 100k ops and a
+# Timeout. 20 steps are enough to see a loop fold ("×N steps") and its first losses move.
 KEEP_STEPS = 20
+NEWEST_STEPS = 5
+ANOMALY_STEPS = 5
 
 
 @dataclass(frozen=True)
 class Record:
     """Record one program. `program` ({argv, cwd, path}) runs it as `python PROGRAM.py
-    ARGS` would; `tapes` (A, B) and `keep_steps` (None: every step): see
-    worker/window.py; `timeout` None: the config's; `eager`: run tf.functions eagerly, so
-    their ops are recorded one by one."""
+    ARGS` would; `tapes` (A, B), and `keep_steps` (a loop's first steps kept whole; None:
+    every op of every step), `newest` and `anomalies`: see worker/window.py and keep.py;
+    `timeout` None: the config's; `eager`: run tf.functions eagerly, so their ops are
+    recorded one by one."""
     source: str
     filename: str = "program.py"
     timeout: Optional[float] = None
@@ -36,6 +41,8 @@ class Record:
     tapes: Optional[tuple] = None
     eager: bool = False
     keep_steps: Optional[int] = KEEP_STEPS
+    newest: int = NEWEST_STEPS
+    anomalies: int = ANOMALY_STEPS
     kind = "record"
 
 

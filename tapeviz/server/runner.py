@@ -14,7 +14,7 @@ from . import outcome
 from .. import metrics
 from .config import Config, Limits
 from .hosted import Walls, set_up
-from .jobs import KEEP_STEPS, Job, Metric, Output, Phase, Record, Recorded, Steps, Train
+from .jobs import ANOMALY_STEPS, KEEP_STEPS, NEWEST_STEPS, Job, Metric, Output, Phase, Record, Recorded, Steps, Train
 from .pool import READY_TIMEOUT_S, WarmPool
 from .queues import FairQueue, Shares, TooManyJobs
 from .streamed import Streamed
@@ -24,7 +24,7 @@ FINISH_S = 120.0             # once the program stopped: building and sending a 
 HOSTED_FINISH_S = 15.0       # hosted mode: the recording's share of a deadline fixed at the start
 log = logging.getLogger("tapeviz.runner")
 
-__all__ = ["KEEP_STEPS", "Config", "Limits", "Record", "Runner", "Train"]
+__all__ = ["ANOMALY_STEPS", "KEEP_STEPS", "NEWEST_STEPS", "Config", "Limits", "Record", "Runner", "Train"]
 
 
 class Runner:
@@ -126,13 +126,16 @@ class Runner:
                timeout: Optional[float] = None, owner=None,
                program: Optional[dict] = None, tapes: Optional[tuple] = None,
                client=None, eager: bool = False,
-               keep_steps: Optional[int] = KEEP_STEPS) -> dict:
+               keep_steps: Optional[int] = KEEP_STEPS, newest: int = NEWEST_STEPS,
+               anomalies: int = ANOMALY_STEPS) -> dict:
         """Run a program in a worker and return its recording as a plain dict: `submit` a
         `jobs.Record` and follow its events to the `Recorded` one (the command line's way;
         the page folds every event, state/run_job.py). `keep_steps`: a loop's steps
-        recorded whole (None: all; see jobs.KEEP_STEPS)."""
+        recorded whole (None: every op of every step), `newest` and `anomalies` the steps
+        kept whole besides (see jobs.KEEP_STEPS)."""
         job = self.submit(Record(source, filename, timeout, program,
-                                 tuple(tapes) if tapes else None, eager, keep_steps),
+                                 tuple(tapes) if tapes else None, eager, keep_steps,
+                                 newest, anomalies),
                           owner, client)
         for event in job.stream():
             if isinstance(event, Recorded):
@@ -215,7 +218,9 @@ class Runner:
                 "timeout": self._timeout(spec), "max_ops": limits.max_ops,
                 "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
                 "program": program, "tapes": list(spec.tapes) if spec.tapes else None,
-                "eager": spec.eager, "keep_steps": spec.keep_steps}
+                "eager": spec.eager, "keep_steps": spec.keep_steps,
+                "keep": {"first": spec.keep_steps, "newest": spec.newest,
+                         "anomalies": spec.anomalies}}
 
     def _timeout(self, spec) -> float:
         return self.config.limits.timeout_s if spec.timeout is None else spec.timeout

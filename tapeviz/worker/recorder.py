@@ -28,6 +28,7 @@ from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
 from .program import ProgramEnv  # noqa: E402
 from .user_import import make_import  # noqa: E402
+from .keep import Keep  # noqa: E402
 from .window import TapeWindow  # noqa: E402
 from ..recording import Error, Recording  # noqa: E402
 
@@ -226,7 +227,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
            max_ops: int = DEFAULT_MAX_OPS, max_stdout: int = DEFAULT_MAX_STDOUT,
            namespace: Optional[dict] = None, program: Optional[dict] = None,
            tapes: Optional[tuple] = None, emit=None, on_stopped=None,
-           eager: bool = False, keep_steps: Optional[int] = None) -> Recording:
+           eager: bool = False, keep_steps: Optional[int] = None,
+           keep: Optional[Keep] = None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
@@ -235,7 +237,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     `program` ({argv, cwd, path}) runs it as `python PROGRAM.py ARGS...` would (program.py);
     `tapes` (A, B) records only those top-level tapes; `keep_steps` N only the first N
     tapes each top-level `with` line opens, the rest of a loop running uninstrumented but
-    summarized (window.py). `emit`, if given (the
+    summarized (window.py); `keep`, a keep policy (keep.py: the first, newest and
+    anomalous steps kept whole), in its stead. `emit`, if given (the
     worker's channel), receives printed output as it is written and, should the program
     call os._exit, the recording so far (see exits.py). `on_stopped()` is called when the
     program has stopped and the recording is being built (the runner then knows the time
@@ -252,7 +255,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
         return _not_compiled(session, shown, exc, timeout, started)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     tape_class, env, namespace = _program_globals(session, program, namespace)
-    window = TapeWindow(session, tapes, keep_steps)
+    window = TapeWindow(session, tapes, keep_steps, keep)
     window.open()
     try:
         error = _run(session, code, namespace, env=env, tape_class=tape_class, out=out,

@@ -17,6 +17,7 @@ from typing import Optional
 from .. import recording_gate
 from ..server import protocol
 from . import byte_bound
+from .keep import Keep
 
 # The recording's bytes when sent: the server's message cap less room for the message's
 # other fields (usage, secret) and JSON's escapes of stdout
@@ -163,6 +164,7 @@ def main(argv=None) -> int:
                               tapes=tuple(job["tapes"]) if job.get("tapes") else None,
                               eager=bool(job.get("eager")),
                               keep_steps=job.get("keep_steps"),
+                              keep=Keep.from_job(job.get("keep")),
                               emit=channel.send,
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing

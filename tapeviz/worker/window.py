@@ -1,8 +1,10 @@
 """Which tapes record: `--tapes A:B` records only the top-level tapes A to B-1 (counted from
-0, in the order they are entered); `keep_steps` records a loop's first steps and runs the
-rest uninstrumented. TensorFlow's op callback is off outside the recorded tapes, so the rest
-of a long loop runs at close to plain eager speed; its gradient calls still leave their
-summaries (capture/steps.py), so every step's loss and gradient norms are charted.
+0, in the order they are entered); a keep policy (keep.py) records a loop's first steps,
+its newest sampled ones and its anomalous ones, and runs the rest uninstrumented;
+`keep_steps` N alone records its first N. TensorFlow's op callback is off outside the
+recorded tapes, so the rest of a long loop runs at close to plain eager speed; its gradient
+calls still leave their summaries (capture/steps.py), so every step's loss and gradient
+norms are charted.
 """
 from __future__ import annotations
 
@@ -10,38 +12,49 @@ from typing import Optional
 
 from tensorflow.python.framework import op_callbacks
 
-# A loop also stops recording once its steps took this share of the op bound: the bound keeps
-# the newest ops, so recording more would only push out the first steps it already holds.
+from .keep import Keep, Policy
+
+# A loop also stops recording its first steps once they took this share of the op bound: the
+# bound keeps the newest ops, so recording more would only push out the first steps it holds.
 KEEP_OPS_SHARE = 0.8
+# ... and beside the newest steps kept (keep.py), less: they need room of their own
+KEEP_OPS_SHARE_BESIDE_NEWEST = 0.6
 
 
 class TapeWindow:
     """Switches a session's op callback on while a chosen top-level tape's step runs: from
     entering a recorded top-level tape until entering one that is not (or the program's
-    end). `tapes` (A, B) chooses by number; else `keep_steps` records, of the tapes one
-    top-level `with` line opens, the first `keep_steps` (fewer when they fill
-    KEEP_OPS_SHARE of the op bound)."""
+    end). `tapes` (A, B) chooses by number; else `keep` (keep.py's policy) or `keep_steps`
+    (the first N steps of each top-level `with` line alone, fewer when they fill
+    KEEP_OPS_SHARE of the op bound). Neither, or a policy keeping every step: all record."""
 
     def __init__(self, session, tapes: Optional[tuple] = None,
-                 keep_steps: Optional[int] = None):
+                 keep_steps: Optional[int] = None, keep: Optional[Keep] = None):
         self.session = session
         self.tapes = tapes
         self.start, self.stop = tapes if tapes else (0, None)
-        self.keep_steps = None if tapes else keep_steps
+        if keep is None and keep_steps:
+            keep = Keep(keep_steps, 0, 0)
+        self.keep = None if tapes or keep is None or keep.first is None else keep
+        self.keep_steps = self.keep.first if self.keep else None
+        self.policy = None
+        if self.keep is not None:
+            share = KEEP_OPS_SHARE_BESIDE_NEWEST if self.keep.newest else KEEP_OPS_SHARE
+            self.policy = Policy(session, self.keep, share)
         self.seen = 0            # top-level tapes entered so far
         self.depth = 0           # instrumented tapes open now, recorded or not
         self.current: Optional[int] = None   # number of the top-level tape now recorded
         self.on = False
         self.callback = session.on_op
-        # (file, line) of a top-level `with` -> [tapes it opened, tapes recorded, first op id]
-        self.lines: dict = {}
-        session.window = self if tapes or self.keep_steps else None
+        session.window = self if tapes or self.keep else None
 
     def open(self) -> None:
         self._switch(self.start == 0)
 
     def close(self) -> None:
         self._switch(False)
+        if self.policy is not None:
+            self.policy.end()            # the last step ended with the program
 
     def enter(self, tape, where: tuple) -> bool:
         """A tape is entered at `where` (file, line): whether it is recorded. A tape that is
@@ -52,28 +65,13 @@ class TapeWindow:
             n = self.seen
             self.seen += 1
             inside = self.start <= n and (self.stop is None or n < self.stop)
-            if inside and self.keep_steps:
-                inside = self._keeps(where)
+            if inside and self.policy is not None:
+                inside = self.policy.begin(where)
             self.current = n if inside else None
             self._switch(inside)
         if not self.on:
             tape.__dict__["_tapeviz_unrecorded"] = [self.session.new_tape_id(), 0]
         return self.on
-
-    def _keeps(self, where: tuple) -> bool:
-        """Whether the `with` at `where` still records: it has recorded fewer than
-        keep_steps tapes, and (past its first) they took less than KEEP_OPS_SHARE of the op
-        bound. Its later tapes are counted, so a loop's whole count is known."""
-        line = self.lines.get(where)
-        if line is None:
-            line = self.lines[where] = [0, 0, self.session.next_op]
-        line[0] += 1
-        used = self.session.next_op - line[2]
-        if line[1] >= self.keep_steps or (
-                line[1] and used >= KEEP_OPS_SHARE * self.session.max_ops):
-            return False
-        line[1] += 1
-        return True
 
     def exit(self, tape) -> None:
         if tape.__dict__.pop("_tapeviz_counted", False):
@@ -83,17 +81,25 @@ class TapeWindow:
         """What ran uninstrumented, for Recording.skipped ({} when nothing did)."""
         if self.tapes:
             return self._skipped_by_number()
-        loops = [(where, opened, recorded) for where, (opened, recorded, _) in self.lines.items()
-                 if opened > recorded]
+        loops = []
+        for where, loop in self.policy.loops.items():
+            kept = loop.kept_numbers()
+            if loop.opened > len(kept):
+                loops.append((where, loop.opened, kept))
         if not loops:
             return {}
-        (file, line), opened, recorded = max(loops, key=lambda loop: loop[1])
-        said = "; ".join(f"steps {recorded + 1:,}–{opened:,} of the loop at "
-                         f"{self._where_words(where)}" for where, opened, recorded in loops)
-        return {"keep_steps": self.keep_steps, "file": file, "line": line,
-                "loop_tapes": opened, "recorded": recorded, "top_level_tapes": self.seen,
-                "note": f"{said} ran uninstrumented: their losses and gradient norms are "
-                        f"charted, their ops are not drawn"}
+        (file, line), opened, kept = max(loops, key=lambda loop: loop[1])
+        said = "; ".join(f"{_ranges(_not_kept(kept_, opened_))} of the loop at "
+                         f"{self._where_words(where)}" for where, opened_, kept_ in loops)
+        later = self.keep.newest or self.keep.anomalies
+        out = {"keep_steps": self.keep_steps, "file": file, "line": line,
+               "loop_tapes": opened, "recorded": len(kept), "top_level_tapes": self.seen,
+               "note": f"{said} ran uninstrumented{' or were dropped' if later else ''}: "
+                       f"their losses and gradient norms are charted, their ops are not drawn"}
+        if later:
+            out.update(newest=self.keep.newest, anomalies=self.keep.anomalies,
+                       kept=_ranges(kept, cap=30))
+        return out
 
     def _where_words(self, where: tuple) -> str:
         file, line = where
@@ -116,3 +122,25 @@ class TapeWindow:
         elif self.on and not on:
             op_callbacks.remove_op_callback(self.callback)
         self.on = on
+
+
+def _not_kept(kept: list, opened: int) -> list:
+    """The step numbers (from 0) of a loop's `opened` that are not in `kept`."""
+    kept = set(kept)
+    return [n for n in range(opened) if n not in kept]
+
+
+def _ranges(numbers: list, cap: int = 12) -> str:
+    """Step numbers (from 0) as a reader counts them, from 1: "steps 4–10, 12 and 15", the
+    first `cap` runs named."""
+    runs: list = []
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    said = [f"{a + 1:,}" if a == b else f"{a + 1:,}–{b + 1:,}" for a, b in runs[:cap]]
+    if len(runs) > cap:
+        said.append(f"{len(runs) - cap:,} more runs")
+    word = "step " if len(runs) == 1 and runs[0][0] == runs[0][1] else "steps "
+    return word + (said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1])

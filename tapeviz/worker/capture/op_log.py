@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left
+from collections import deque
 from typing import Optional
 
 from ...recording import FORWARD, Op
@@ -62,6 +63,29 @@ class OpLog:
         self.ops.clear()
         self.ops.extend(kept)
         return len(gone)
+
+    def drop_span(self, span) -> None:
+        """Take back one recorded step the keep policy let go (worker/keep.py's Span): its
+        ops, tapes and owed gradient norms, by their id ranges; the tensors they alone named
+        are forgotten at the next compaction, once a quarter of the bound went so."""
+        first, end = span.first_op, span.end_op
+        ops = self.ops
+        if ops and ops[-1].id >= first and ops[0].id < end:
+            kept = [op for op in ops if not first <= op.id < end]
+            self.spans_dropped += len(ops) - len(kept)
+            ops.clear()
+            ops.extend(kept)
+            if self.outside and self.outside[-1] >= first:
+                self.outside = deque(i for i in self.outside if not first <= i < end)
+        self.tapes = [t for t in self.tapes if not span.first_tape <= t.id < span.end_tape]
+        owed = self.norms_from_stats
+        if owed:
+            self.norms_from_stats = {rid: v for rid, v in owed.items()
+                                     if not span.first_tensor <= rid < span.end_tensor}
+        self.dropped_steps += 1
+        if self.spans_dropped >= max(1, self.max_ops // 4):
+            self.spans_dropped = 0
+            self.settle_dropped(self.compact())
 
     def _count_dropped(self, n: int) -> None:
         before = self.dropped_ops

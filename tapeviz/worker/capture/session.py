@@ -42,6 +42,8 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         self.dropped_ops = 0
         self.outside: deque = deque()    # ids of the kept ops outside any tape, oldest first
         self.dropped_flow = 0            # flow entries of tapes whose every op was dropped
+        self.dropped_steps = 0           # recorded steps the keep policy let go (keep.py)
+        self.spans_dropped = 0           # their ops since the last compaction
         self.tensors: dict = {}          # recording id -> Tensor
         self.tid: dict = {}              # TF tensor id -> recording id
         self.tapes: list = []            # Tape records, in creation order

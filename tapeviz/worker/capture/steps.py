@@ -30,6 +30,7 @@ class StepLog:
         # summaries not yet streamed to the server (step_stream.py takes them from its thread)
         self.fresh: list = []
         self.fresh_lock = threading.Lock()
+        self.last_anomaly = 0             # calls up to the newest anomalous one (keep.py)
 
     def add(self, session, state, call, target, flat_sources, flat_grads) -> None:
         """After `call` is finished (its results and flow filled): its summary. The norms of
@@ -79,6 +80,8 @@ class StepLog:
         norms filled now (every one is known), and queue it for the stream."""
         self.calls += 1
         _fill(summary, flow)
+        if self.anomalous(summary):
+            self.last_anomaly = self.calls
         self.kept.append(summary)
         self.norms += len(flow)
         with self.fresh_lock:
