@@ -126,3 +126,17 @@ def test_an_integer_source_is_told_its_own_line_as_a_float():
     said = reasons.none_reason(ops=[], tensors={1: elsewhere}, tape=Tape(0, 3, False, True, None), targets=[2],
                                source=1, program=program)
     assert "tf.constant(3.0)" in said
+
+
+def test_mnist_offline_says_how_to_give_tapeviz_a_local_copy(tmp_path, monkeypatch):
+    """Offline, with no Keras cache and no TAPEVIZ_MNIST_DIR, `mnist.load_data()` fails in
+    Keras's own words, and the hint names both ways to give it a copy."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("TAPEVIZ_MNIST_DIR", raising=False)
+    rec = recorder.record("import tensorflow as tf\n"
+                          "(x, y), _ = tf.keras.datasets.mnist.load_data()\n", timeout=120)
+    if rec.error is None:
+        pytest.skip("this machine reaches Keras's download")
+    assert "URL fetch failure" in rec.error.message and rec.error.line == 2
+    assert rec.error.hint == hints.MNIST_OFFLINE_HINT
+    assert "TAPEVIZ_MNIST_DIR" in rec.error.hint and "~/.keras/datasets/mnist.npz" in rec.error.hint

@@ -54,11 +54,47 @@ def test_summaries_stream_as_steps_events_and_a_killed_run_keeps_them(pool):
         assert as_float(s["target"]) == pytest.approx((2.0 * x) ** 2)
         assert s["norms"][0] == pytest.approx(abs(2 * 2.0 * x * x), rel=1e-6)
     rec = job.result
+    # past the limit the worker's watchdog sent the recording so far: every summary, the
+    # steps kept whole among them (the first ones and the newest sampled)
     assert rec["error"]["type"] == "Timeout"
-    assert "step summaries streamed while it ran are kept" in rec["error"]["message"]
-    assert rec["steps"] == steps                                  # every one, in the recording
+    assert "did not stop when asked; what it recorded until then was sent" in rec["error"]["message"]
+    assert rec["steps"][:len(steps)] == steps
     assert rec["step_sources"] == sources
-    assert rec["cut_short"]["why"] == "timeout" and rec["cut_short"]["steps"] == len(steps)
+    assert rec["cut_short"]["why"] == "timeout"
+    kept = {t["id"] for t in rec["tapes"]}
+    assert len(kept) > runner.KEEP_STEPS, "the first steps and newer ones, kept whole"
+    assert {s["tape"] for s in rec["steps"][:runner.KEEP_STEPS]} <= kept
+
+
+# A loop that kills its own worker (as a native crash would): nothing of it can answer, so
+# only what the worker streamed survives
+CRASH = """
+import os, signal, time
+import tensorflow as tf
+w = tf.Variable(1.5)
+for step in range(100_000):
+    with tf.GradientTape() as tape:
+        loss = w * w * float(step)
+    tape.gradient(loss, w)
+    time.sleep(0.001)
+    if step == 1500:
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.slow   # a real worker
+def test_a_worker_killed_outright_keeps_every_summary_it_streamed(pool):
+    job = pool.submit(jobs.Record(CRASH, timeout=60))
+    events = list(job.stream())
+    streamed = [s for e in events if isinstance(e, jobs.Steps) for s in e.steps]
+    rec = job.result
+    assert rec["error"]["type"] == "WorkerCrash"
+    assert rec["steps"] == streamed and rec["cut_short"]["why"] == "crashed"
+    # all but the last half second's, at most, every one the plain arithmetic of its step
+    assert 1000 < len(streamed) <= 1501
+    assert [s["call"] for s in streamed] == list(range(len(streamed)))
+    assert all(s["norms"][0] == pytest.approx(2 * 1.5 * s["call"]) for s in streamed)
+    assert "step summaries streamed while it ran are kept" in rec["error"]["message"]
 
 
 @pytest.mark.slow   # a real worker

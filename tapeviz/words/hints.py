@@ -60,6 +60,19 @@ def did_you_mean(exc: BaseException) -> str:
     return f". Did you mean: '{close[0]}'?" if close else ""
 
 
+# Keras's MNIST download failed (offline): how tapeviz serves the program a local copy. The
+# data chain (tapeviz/data.py, worker/datasets.py) serves it only as Keras's very arrays.
+MNIST_OFFLINE_HINT = (
+    "Keras could not download MNIST: this machine is offline or cannot reach Google's "
+    "storage. Give it a local copy and the program runs unchanged: put Keras's own file at "
+    "~/.keras/datasets/mnist.npz (Keras then reads its cache by itself), or set "
+    "TAPEVIZ_MNIST_DIR to a folder holding mnist.npz or MNIST's four IDX files "
+    "(train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, "
+    "t10k-labels-idx1-ubyte.gz), and tapeviz serves `mnist.load_data()` from it, the same "
+    "60,000 training and 10,000 test digits Keras returns (a copy that is not all of MNIST "
+    "is not served).")
+
+
 def error_hint(error_type: str, message: str, line_text: str = "", source: str = "") -> Optional[str]:
     """A plain-language explanation and fix for mistakes learners make, or None."""
     text = f"{message}\n{line_text}"
@@ -83,6 +96,8 @@ def error_hint(error_type: str, message: str, line_text: str = "", source: str =
         return ("The program asked for input with `input()`, but a recorded program has no "
                 "keyboard to type into: its input is empty. Put the value in the code "
                 "instead, for example `name = \"Ada\"`.")
+    if "URL fetch failure" in message and "mnist.npz" in message:
+        return MNIST_OFFLINE_HINT
     if error_type == "Timeout" and _loops_over_data(source):
         return ("The program was stopped at its time limit in the middle of a loop over its "
                 "data; what it printed and the steps recorded until then are kept. A whole "

@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from ..words import hints  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, heap, native_output, shutdown, terminal  # noqa: E402
+from . import exits, heap, native_output, shutdown, terminal, watchdog  # noqa: E402
 from .step_stream import streamed_steps  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
@@ -319,7 +319,8 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
                 contextlib.redirect_stderr(stderr), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit, stderr)), \
-                _time_limit(timeout, filename) as timer, env, \
+                _time_limit(timeout, filename) as timer, \
+                _watched(session, timer, timeout, emit, out, err, started), env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
                 shutdown.exit_handlers() as handlers:
@@ -330,6 +331,20 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
             return None
         return _error(session, exc, filename, timeout or 0, timer)
     return None
+
+
+@contextlib.contextmanager
+def _watched(session: Session, timer: _Timer, timeout: Optional[float], emit, out, err,
+             started: float):
+    """While the program runs, a watchdog sends the recording so far should the program not
+    stop at its time limit (watchdog.py)."""
+    dog = watchdog.watching(session, timer, timeout, emit, lambda: (out.text(), err.text()),
+                            started, session.max_ops)
+    try:
+        yield
+    finally:
+        if dog is not None:
+            dog.done()
 
 
 def _execute(code, namespace: dict, filename: str, timer: _Timer, stderr, handlers) -> None:

@@ -1,0 +1,79 @@
+"""A run whose program does not stop at its time limit (its main thread stuck in native code,
+or the limit's Timeout lost in a library) keeps what it recorded: WATCHDOG_S past the limit,
+a thread of the worker quiets the op callback, builds the recording so far and sends it,
+with "stopped" first so the runner waits for it. The runner then kills the worker as before.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+from .. import recording_gate
+from ..recording import Error
+from ..server import protocol
+from . import byte_bound
+
+WATCHDOG_S = 2.0             # past the time limit: the Timeout stops a program well within it
+ATTEMPTS = 3                 # a program still running may change the maps mid-build
+
+
+class Watchdog:
+    """Armed for one run: `done()` when the program stopped on its own disarms it."""
+
+    def __init__(self, session, timer, timeout: float, emit: Callable[[dict], None],
+                 texts: Callable[[], tuple], started: float, max_ops: int):
+        self.session, self.timer, self.timeout, self.emit = session, timer, timeout, emit
+        self.texts, self.started, self.max_ops = texts, started, max_ops
+        self.stopped = threading.Event()
+        self.main = threading.main_thread()
+        self.thread = threading.Thread(target=self._watch, name="tapeviz-watchdog", daemon=True)
+        self.thread.start()
+
+    def done(self) -> None:
+        self.stopped.set()
+
+    def _watch(self) -> None:
+        wait = max(0.0, self.timer.deadline - time.monotonic()) + WATCHDOG_S
+        if self.stopped.wait(wait):
+            return
+        self.session.quiet += 1000   # the op callback returns at once from now on
+        frame = sys._current_frames().get(self.main.ident)
+        user = self.session.user_frame(frame) if frame is not None else None
+        error = Error("Timeout", f"the program ran longer than its time limit of "
+                      f"{self.timeout:g} s and did not stop when asked; what it recorded until "
+                      f"then was sent while it still ran, and its worker was killed",
+                      user.f_lineno if user is not None else None, file=self.session.here)
+        rec = self._recording(error)
+        if rec is None or self.stopped.is_set():
+            return
+        try:
+            self.emit({"type": "stopped"})
+            fitted = byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
+                                    recording_gate.bounds(self.max_ops)["tensors"])
+            self.emit({"type": "recording", "recording": fitted})
+        except Exception:            # noqa: BLE001 - the streamed summaries are kept anyway
+            pass
+
+    def _recording(self, error: Error):
+        for _ in range(ATTEMPTS):
+            try:
+                stdout, stderr = self.texts()
+                rec = self.session.finish(stdout, error, time.perf_counter() - self.started)
+                rec.stderr = stderr
+                rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
+                                 "note": "the program did not stop at its time limit; the "
+                                         "recording so far was sent while it ran"}
+                return rec
+            except Exception:        # noqa: BLE001 - a map changed as it was read: again
+                time.sleep(0.05)
+        return None
+
+
+def watching(session, timer, timeout: Optional[float], emit, texts, started: float,
+             max_ops: int) -> Optional[Watchdog]:
+    """A Watchdog for a run with a time limit and a channel, else None."""
+    if not timeout or emit is None or timer is None or timer.deadline is None:
+        return None
+    return Watchdog(session, timer, timeout, emit, texts, started, max_ops)
