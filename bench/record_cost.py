@@ -7,8 +7,10 @@ Two loops:
          of 28x28), 100 steps
   small  the custom-training guide's linear regression, 1,000 steps of small ops
 
-    python bench/record_cost.py loops [--pairs 3] [--loops cnn,small]
-        recorded / plain through `tapeviz record`, in pairs of fresh processes
+    python bench/record_cost.py loops [--pairs 3] [--loops cnn,small] [--all-steps]
+        recorded / plain through `tapeviz record` with its defaults (the keep policy:
+        a loop's first, newest and anomalous steps whole), in pairs of fresh processes;
+        --all-steps records every op of every step
     python bench/record_cost.py tapes [--steps 300]
         `--tapes 100:102` on a long loop, against every tape recorded
     python bench/record_cost.py memory [--loop cnn] [--steps 300] [--every 20]
@@ -132,9 +134,12 @@ def child_env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
 
 
+RECORD_FLAGS: list = []      # `loops --all-steps` adds its flag here
+
+
 def record_command(program: Path) -> list:
     return [sys.executable, "-m", "tapeviz", "record", str(program),
-            "-o", str(program.with_suffix(".json")), "--timeout", "1800"]
+            "-o", str(program.with_suffix(".json")), "--timeout", "1800", *RECORD_FLAGS]
 
 
 def printed(text: str, key: str) -> str:
@@ -473,6 +478,7 @@ def main() -> None:
     p = sub.add_parser("loops", parents=[sizes])
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--loops", default="cnn,small")
+    p.add_argument("--all-steps", action="store_true")
     sub.add_parser("tapes", parents=[sizes])
     p = sub.add_parser("memory", parents=[sizes])
     p.add_argument("--loop", default="cnn", choices=sorted(LOOPS))
@@ -488,6 +494,8 @@ def main() -> None:
     p = sub.add_parser("exits")
     p.add_argument("--lines", type=int, default=20_000)
     args = parser.parse_args()
+    if getattr(args, "all_steps", False):
+        RECORD_FLAGS.append("--all-steps")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with tempfile.TemporaryDirectory() as tmp:
         globals()[args.command](args, Path(tmp))

@@ -440,7 +440,10 @@ def test_a_recording_over_the_message_size_is_cut_not_lost(tmp_path):
     from tapeviz.server import protocol
     plain = plain_run(tmp_path, "big.py", BIG)
     assert plain.returncode == 0, plain.stderr
-    recorded = cli_record(tmp_path, "big.py")
+    # every op of every step (the default keeps a loop's steps that fit the op bound whole)
+    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json",
+                               "--all-steps", "big.py"], cwd=tmp_path, env=ENV,
+                              capture_output=True, text=True, timeout=600)
     assert recorded.returncode == 0, recorded.stderr[-2000:]
     assert recorded.stdout == plain.stdout
     raw = (tmp_path / "run.json").read_bytes()
