@@ -133,3 +133,26 @@ def test_record_all_steps_records_every_step_and_the_default_does_not(tmp_path):
                              "--all-steps", "--keep-steps", "3"], capture_output=True,
                             text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 2 and "give one" in result.stderr
+
+
+@pytest.mark.slow   # the command line, a real worker, a minute of MNIST
+def test_the_seeds_mnist_epochs_cut_at_their_limit_keep_every_summary_and_the_newest_steps(tmp_path):
+    import os
+    folder = os.environ.get("TAPEVIZ_MNIST_DIR") or str(ROOT.parent / "shared" / "data" / "mnist")
+    if not (pathlib.Path(folder) / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip("no shared copy of MNIST (TAPEVIZ_MNIST_DIR)")
+    program = ROOT / "tests" / "programs" / "seed_mnist_epochs.py"
+    out = tmp_path / "run.json"
+    result = subprocess.run([sys.executable, "-m", "tapeviz", "record", str(program), "-o",
+                             str(out), "--timeout", "20"], capture_output=True, text=True,
+                            cwd=tmp_path, env=dict(os.environ, TAPEVIZ_MNIST_DIR=folder),
+                            timeout=600)
+    assert result.returncode == 1 and "Timeout" in result.stderr     # as before: stopped
+    rec = json.loads(out.read_text())
+    assert rec["error"]["type"] == "Timeout" and rec["cut_short"]["why"] == "timeout"
+    steps = rec["steps"]
+    assert len(steps) > 30 and [s["call"] for s in steps] == list(range(len(steps)))
+    assert all(len(s["norms"]) == 6 and all(n > 0 for n in s["norms"]) for s in steps[:-1])
+    kept = sorted(n for n, s in enumerate(steps) if s["tape"] in {t["id"] for t in rec["tapes"]})
+    assert kept[:20] == list(range(20)) and len(kept) > 20
+    assert kept[-1] >= len(steps) * 0.6, "the newest steps kept whole are late in the run"
