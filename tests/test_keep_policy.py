@@ -145,7 +145,8 @@ def test_the_seeds_mnist_epochs_cut_at_their_limit_keep_every_summary_and_the_ne
     out = tmp_path / "run.json"
     result = subprocess.run([sys.executable, "-m", "tapeviz", "record", str(program), "-o",
                              str(out), "--timeout", "20"], capture_output=True, text=True,
-                            cwd=tmp_path, env=dict(os.environ, TAPEVIZ_MNIST_DIR=folder),
+                            cwd=tmp_path, env=dict(os.environ, TAPEVIZ_MNIST_DIR=folder,
+                                                       PYTHONPATH=str(ROOT)),
                             timeout=600)
     assert result.returncode == 1 and "Timeout" in result.stderr     # as before: stopped
     rec = json.loads(out.read_text())
