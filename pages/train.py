@@ -11,7 +11,7 @@ from tapeviz.ui import charts, frame, mode, session
 from tapeviz.words.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
-CHART_PX = 360           # loss and gradient charts side by side, whole at 1280x720
+CHART_PX = 340           # loss and gradient charts side by side, whole at 1280x720
 # The demo's default learns within a minute on 2 cores; the guide's own CNN is one pick away.
 MODELS = {"lenet": "LeNet-style CNN (~97% after 1 epoch)",
           "guide": "Eager guide's CNN (learns slowly)"}
@@ -61,13 +61,16 @@ def session_alive():
     return lambda: not runtime.exists() or runtime.get_instance().is_active_session(sid)
 
 
-def figure(name, version, build):
+def figure(name, version, build, height=None):
     """A chart rebuilt only when its data changed: on a 2-core laptop the page's own CPU time
     is taken from training (the prediction grid alone costs ~0.2 s to build). Its
     uirevision is its name, so a zoom survives every redraw."""
     memo = st.session_state.setdefault("_train_figures", {})
     if name not in memo or memo[name][0] != version:
-        memo[name] = (version, charts.legible(build()).update_layout(uirevision=name))
+        fig = charts.legible(build()).update_layout(uirevision=name)
+        if height:         # the figure's own: plotly_chart's height did not bound plotly's 450 px
+            fig.update_layout(height=height)
+        memo[name] = (version, fig)
     return memo[name][1]
 
 
@@ -229,16 +232,16 @@ def show_charts(run, steps, n):
     count, the last)."""
     left, right = st.columns(2)
     log_loss = bool(st.session_state.get("t_log_loss"))
-    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss)),
-                      key="loss_chart", height=CHART_PX)
+    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss),
+                             CHART_PX), key="loss_chart", height=CHART_PX)
     right.plotly_chart(figure("grad", (n, len(run.warnings)),
-                              lambda: train_figures.grad_norm_figure(steps, run.warnings)),
+                              lambda: train_figures.grad_norm_figure(steps, run.warnings), CHART_PX),
                        key="grad_chart", height=CHART_PX)
     left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
                 "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
     left, right = st.columns(2)
     left.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
-                             lambda: train_figures.accuracy_figure(run.evals)),
+                             lambda: train_figures.accuracy_figure(run.evals), CHART_PX),
                       key="accuracy_chart", height=CHART_PX)
     right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),
                               lambda: train_figures.prediction_grid(run.predictions)),

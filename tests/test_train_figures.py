@@ -34,7 +34,11 @@ def test_grad_norms_one_line_per_variable_on_a_log_axis():
     records[6]["grad_norms"]["m/conv1/bias"] = float("nan")
     warning = {"type": "warning", "step": 7, "layer": "m/conv1", "kind": "nan", "message": "..."}
     fig = train_figures.grad_norm_figure(records, [warning])
-    assert [t.name for t in fig.data] == PATHS
+    # one legend entry per layer, less the model's name; the bias toggles with its kernel
+    assert [t.name for t in fig.data] == ["conv1", "conv1 bias", "logits", "logits bias"]
+    assert [t.showlegend for t in fig.data] == [True, False, True, False]
+    assert fig.data[0].legendgroup == fig.data[1].legendgroup == "conv1"
+    assert all(p in t.hovertemplate for p, t in zip(PATHS, fig.data))
     assert fig.layout.yaxis.type == "log"
     assert fig.data[0].y[5] is None and fig.data[1].y[6] is None  # gaps, not log(0)
     assert any("nan" in a.text for a in fig.layout.annotations)

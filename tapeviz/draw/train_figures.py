@@ -47,9 +47,11 @@ def loss_figure(steps: list, smoothing: float = 0.9, log: bool = False) -> go.Fi
     loss = [_finite(s["loss"]) for s in steps]
     if log:
         fig.update_yaxes(log_axis([v for v in loss if v is not None and v > 0]))
-    fig.add_trace(go.Scattergl(x=x, y=loss, mode="lines", name="loss per step", line=dict(color=RAW, width=1)))
-    fig.add_trace(go.Scattergl(x=x, y=ema(loss, smoothing), mode="lines", name=f"smoothed (EMA {smoothing})",
-                               line=dict(color=SMOOTH, width=3)))
+    # SVG, not WebGL (Scattergl): redrawn every second beside other WebGL charts, Chromium
+    # dropped its context and showed the loss chart blank; thinned histories stay small.
+    fig.add_trace(go.Scatter(x=x, y=loss, mode="lines", name="loss per step", line=dict(color=RAW, width=1)))
+    fig.add_trace(go.Scatter(x=x, y=ema(loss, smoothing), mode="lines", name=f"smoothed (EMA {smoothing})",
+                             line=dict(color=SMOOTH, width=3)))
     return fig
 
 
@@ -73,7 +75,7 @@ def accuracy_figure(evals: list) -> go.Figure:
 
 def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
     """Gradient norm of each trainable variable per step, log scale; warnings as lines."""
-    fig = _base("Gradient norm per variable", "step", "gradient norm (log)")
+    fig = _base("Gradient norm per variable (dotted: bias)", "step", "gradient norm (log)")
     if not steps:
         return _waiting(fig.update_yaxes(log_axis([])))
     x = [s["step"] for s in steps]
@@ -83,8 +85,16 @@ def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
         seen += [v for v in y if v is not None]
         dash = "dot" if path.endswith("bias") else "solid"   # kernel and bias of a layer share a colour
         colour = PALETTE[(i // 2) % len(PALETTE)]
-        fig.add_trace(go.Scattergl(x=x, y=y, mode="lines", name=path, line=dict(color=colour, dash=dash)))
+        # One legend entry per layer (its kernel; the bias toggles with it), so that the
+        # legend is one row under the chart; the hover names the whole path.
+        layer, _, kind = path.rpartition("/")
+        layer = layer.split("/", 1)[-1] if "/" in layer else layer or path
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=layer if kind != "bias" else f"{layer} bias",
+                                 legendgroup=layer, showlegend=kind != "bias",
+                                 line=dict(color=colour, dash=dash, width=1.5),
+                                 hovertemplate=f"{path}<br>step %{{x}}: %{{y:.3g}}<extra></extra>"))
     fig.update_yaxes(log_axis(seen))
+    fig.update_layout(legend=dict(y=-0.3))
     for step, kinds in warning_marks(warnings or []):
         worst = next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
         fig.add_vline(x=step, line=dict(color=WARNING_KINDS.get(worst, EPOCH), dash="dash"),
@@ -149,7 +159,7 @@ def prediction_grid(predictions: Optional[dict], columns: int = 4) -> go.Figure:
 def _base(title: str, x_title: Optional[str], y_title: Optional[str]) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, template="plotly_white", margin=dict(l=50, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.2), uirevision=title)  # keep zoom across redraws
+                      legend=dict(orientation="h", y=-0.2, entrywidth=0), uirevision=title)  # keep zoom across redraws
     # Steps start at 0: no padding into negative steps (plotly pads markers' autorange).
     fig.update_xaxes(title=x_title, rangemode="nonnegative")
     fig.update_yaxes(title=y_title)
