@@ -1,16 +1,19 @@
 """Train MNIST: the eager custom training loop of TensorFlow's eager guide, run in a worker
 process and charted live: loss, held-out accuracy, per-layer gradient norms, predictions."""
 import base64
+import time
 
 import streamlit as st
 
 from tapeviz import data
-from tapeviz.draw import train_figures
+from tapeviz.draw import train_figures, train_vega
 from tapeviz.state import debugger, training_run
 from tapeviz.ui import charts, frame, mode, session
 from tapeviz.words.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
+REDRAW_S = 3.0           # a chart's newest data waits this long at most (see figure)
+VEGA_PX = 230            # their plot areas: with title, axis and legend they fit the same
 CHART_PX = 340           # loss and gradient charts side by side, whole at 1280x720
 # The demo's default learns within a minute on 2 cores; the guide's own CNN is one pick away.
 MODELS = {"lenet": "LeNet-style CNN (~97% after 1 epoch)",
@@ -62,22 +65,26 @@ def session_alive():
 
 
 def figure(name, version, build, height=None):
-    """A chart rebuilt only when its data changed: on a 2-core laptop the page's own CPU time
-    is taken from training (the prediction grid alone costs ~0.2 s to build). Its
+    """A chart rebuilt only when its data changed, and at most every REDRAW_S: Streamlit
+    keys a plotly chart by its whole figure, so every new figure remounts the chart, which
+    is blank until plotly has drawn it again; and on a 2-core laptop the page's own CPU
+    time is taken from training (the prediction grid alone costs ~0.2 s to build). Its
     uirevision is its name, so a zoom survives every redraw."""
     memo = st.session_state.setdefault("_train_figures", {})
-    if name not in memo or memo[name][0] != version:
+    old = memo.get(name)
+    if old is None or (old[0] != version and time.monotonic() - old[2] >= REDRAW_S):
         fig = charts.legible(build()).update_layout(uirevision=name)
         if height:         # the figure's own: plotly_chart's height did not bound plotly's 450 px
             fig.update_layout(height=height)
-        memo[name] = (version, fig)
-    return memo[name][1]
+        memo[name] = old = (version, fig, time.monotonic())
+    return old[1]
 
 
 def reset():
     if (old := st.session_state.pop("train_run", None)) is not None:
         old.cancel()
     st.session_state.pop("_train_figures", None)
+    st.session_state.pop("_train_rows", None)
 
 
 def check_upload():
@@ -232,8 +239,13 @@ def show_charts(run, steps, n):
     count, the last)."""
     left, right = st.columns(2)
     log_loss = bool(st.session_state.get("t_log_loss"))
-    left.plotly_chart(figure("loss", (*n, log_loss), lambda: train_figures.loss_figure(steps, log=log_loss),
-                             CHART_PX), key="loss_chart", height=CHART_PX)
+    # Vega-Lite, keyed: the same chart takes each update's rows in place (a plotly chart
+    # is remounted, blank, whenever its figure changes); one spec per run and setting.
+    # (The gradient chart stays plotly: as Vega-Lite its log axis collapsed in Chromium.)
+    rows = st.session_state.setdefault("_train_rows", {})
+    if rows.get("version") != n:
+        rows.update(version=n, loss=train_vega.loss_rows(steps))
+    left.vega_lite_chart(rows["loss"], train_vega.loss_spec(log_loss, VEGA_PX), key="loss_chart")
     right.plotly_chart(figure("grad", (n, len(run.warnings)),
                               lambda: train_figures.grad_norm_figure(steps, run.warnings), CHART_PX),
                        key="grad_chart", height=CHART_PX)

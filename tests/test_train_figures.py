@@ -144,3 +144,20 @@ def test_the_page_lists_each_layers_warning_once():
     listed = training_run.first_per_layer(warnings)
     assert [(w["kind"], w["layer"], w["step"]) for w in listed] == [
         ("vanishing", "conv2d", 11), ("vanishing", "dense", 11), ("exploding", "dense", 14)]
+
+
+def test_the_live_loss_chart_is_one_spec_with_growing_rows():
+    from tapeviz.draw import train_vega
+    records = steps()
+    records[3]["loss"] = float("nan")
+    rows = train_vega.loss_rows(records)
+    raw = [r for r in rows if r["series"] == "loss per step"]
+    assert [r["step"] for r in raw] == [s["step"] for s in records if s["step"] != 4]   # a gap
+    smooth = [r["value"] for r in rows if r["series"].startswith("smoothed")]
+    assert smooth == [v for v in train_figures.ema([s["loss"] for s in records]) if v is not None]
+    # the spec holds no data: the same for every update, so the chart is never remounted
+    assert train_vega.loss_spec() == train_vega.loss_spec() and "data" not in train_vega.loss_spec()
+    axis = train_vega.loss_spec(log=True)["encoding"]["y"]
+    assert axis["scale"]["type"] == "log" and all(v == 10.0 ** k for v, k in
+                                                  zip(axis["axis"]["values"], train_vega.POWERS))
+    assert "'10⁻³'" in axis["axis"]["labelExpr"]

@@ -69,7 +69,8 @@ def test_start_steps_stop_resume_reset():
     assert run.start["source"] and "Data:" in "".join(c.value for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Step"] != "0" and metrics["Steps/s"] != "—" and "/ 5" in metrics["Epoch"]
-    assert len(at.get("plotly_chart")) == 5     # loss, gradient norms, accuracy, predictions, histograms
+    assert len(at.get("plotly_chart")) == 4     # gradient norms, accuracy, predictions, histograms
+    assert len(at.get("arrow_vega_lite_chart")) == 1    # the loss
 
     press(at, "Stop")
     run = wait_for(at, lambda r: r.status == "paused", "the pause")
