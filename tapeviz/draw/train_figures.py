@@ -47,8 +47,8 @@ def loss_figure(steps: list, smoothing: float = 0.9, log: bool = False) -> go.Fi
     loss = [_finite(s["loss"]) for s in steps]
     if log:
         fig.update_yaxes(log_axis([v for v in loss if v is not None and v > 0]))
-    # SVG, not WebGL (Scattergl): redrawn every second beside other WebGL charts, Chromium
-    # dropped its context and showed the loss chart blank; thinned histories stay small.
+    # SVG, not WebGL (Scattergl): a thinned history is small, and every redraw of a WebGL
+    # chart makes a new context, of which a browser keeps only a few.
     fig.add_trace(go.Scatter(x=x, y=loss, mode="lines", name="loss per step", line=dict(color=RAW, width=1)))
     fig.add_trace(go.Scatter(x=x, y=ema(loss, smoothing), mode="lines", name=f"smoothed (EMA {smoothing})",
                              line=dict(color=SMOOTH, width=3)))
