@@ -3,6 +3,13 @@ example and M training jobs through one Runner, as a class would hit the hosted 
 
     TAPEVIZ_MODE=hosted python bench/hosted_load.py [--runs 30] [--trainings 5] [--link]
 
+    TAPEVIZ_MODE=hosted python bench/hosted_load.py --sleepers 4 [--fifths 3] [--no-yield]
+
+--sleepers N: N tabs whose programs forge "stopped" and sleep (they end only at the server's
+fixed deadline), then a fifth student's small program, --fifths times one after another;
+prints each small program's wait (submitted -> recording back) at p50 / max beside the
+sleepers' end, and with --no-yield the same with TAPEVIZ_SLEEPERS=0 (slots held by count).
+
 --link: the runs are pages opening one example's link at once, which share one run the way
 the page sends them (tapeviz/state/link_runs.py); without it, 30 different programs.
 
@@ -39,6 +46,7 @@ from tapeviz.state.link_runs import LinkRuns  # noqa: E402
 from tapeviz.server import jobs, runner  # noqa: E402
 
 import browser_util  # noqa: E402  (the browser tests' server and chromium)
+from hosted_util import FORGES_STOPPED, SMALL  # noqa: E402  (the sleeping tabs' program)
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -210,6 +218,49 @@ def browsers(n: int) -> int:
     return 1 if failed else 0
 
 
+def sleeping_tabs(n: int, fifths: int, env: dict) -> list:
+    """The --sleepers case on one fresh Runner: the small programs' waits in seconds."""
+    config = runner.Config.from_env({**os.environ, "TAPEVIZ_MODE": "hosted", **env})
+    pool = runner.Runner(config)
+    try:
+        pool.warmed()
+        sleepers = [pool.submit(runner.Record(FORGES_STOPPED), owner=f"tab-{i}",
+                                client=f"browser-{i}") for i in range(n)]
+        started = time.monotonic()
+        waits = []
+        for k in range(fifths):
+            t0 = time.monotonic()
+            rec = pool.record(SMALL, owner=f"student-{k}", client=f"student-browser-{k}")
+            waits.append(time.monotonic() - t0)
+            ok = rec.get("error") is None and "285.0" in rec.get("stdout", "")
+            print(f"  small program {k + 1}: back in {waits[-1]:.1f} s"
+                  f"{'' if ok else ' FAILED: ' + str(rec.get('error'))}; sleepers still running: "
+                  f"{sum(not j.done for j in sleepers)} of {n}", flush=True)
+        for job in sleepers:
+            job.wait()
+        print(f"  the sleepers ended {time.monotonic() - started:.1f} s after they were sent "
+              f"({', '.join(sorted({str((j.result or {}).get('error', {}).get('type')) for j in sleepers}))})")
+        return waits
+    finally:
+        pool.close()
+
+
+def sleepers_main(n: int, fifths: int, no_yield: bool) -> int:
+    print(f"{n} sleeping tabs, then {fifths} small programs one after another; "
+          f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cpus", flush=True)
+    cases = [("sleeping programs give their slots way", {})]
+    if no_yield:
+        cases.append(("slots held by count (TAPEVIZ_SLEEPERS=0)", {"TAPEVIZ_SLEEPERS": "0"}))
+    results = {}
+    for name, env in cases:
+        print(name + ":", flush=True)
+        results[name] = sleeping_tabs(n, fifths, env)
+    for name, waits in results.items():
+        print(f"{name}: a small program's wait p50 {percentile(waits, .5):.1f} s, "
+              f"max {max(waits):.1f} s")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
@@ -219,7 +270,14 @@ def main() -> int:
                         help="the runs open one example's link, sharing its run")
     parser.add_argument("--browsers", type=int, default=0,
                         help="N Chromium pages opening a ?code= link each against the app")
+    parser.add_argument("--sleepers", type=int, default=0,
+                        help="N sleeping tabs beside a fifth student's small program")
+    parser.add_argument("--fifths", type=int, default=3)
+    parser.add_argument("--no-yield", action="store_true",
+                        help="with --sleepers: also run with TAPEVIZ_SLEEPERS=0")
     args = parser.parse_args()
+    if args.sleepers:
+        return sleepers_main(args.sleepers, args.fifths, args.no_yield)
     if args.browsers:
         return browsers(args.browsers)
 

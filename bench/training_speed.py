@@ -8,12 +8,18 @@ warm-up steps, best of N), and step by step interleaved, which the noise of a sh
 machine touches least.
 
     python bench/training_speed.py [--data DIR] [--repeats 3] [--limit DIGITS]
+    python bench/training_speed.py --first-minute [--data DIR]
+
+--first-minute: the training page's defaults (batch 32, 10,000 digits, held-out accuracy
+every 50 steps) for each model, stopped after 60 s of training: the held-out accuracy at
+each evaluation within that minute (does the demo show learning on this machine?).
 
 The digits come from --data, else the training page's chain (TAPEVIZ_MNIST_DIR, Keras's
 cache, Keras's download, scikit-learn's digits); --limit uses fewer, for a quick check.
 """
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -146,12 +152,43 @@ def throughput(data_dir, repeats):
               f"(target >= 0.9x)")
 
 
+class _StopAfter:
+    """training.run's commands: "stop" once `seconds` of wall time have passed."""
+
+    def __init__(self, seconds):
+        self.until = time.monotonic() + seconds
+
+    def poll(self):
+        return "stop" if time.monotonic() > self.until else None
+
+    def wait(self):
+        return "stop"
+
+
+def first_minute(data_dir, seconds=60.0):
+    from tapeviz import metrics
+    for model in ("lenet", "guide"):
+        records = []
+        config = {"model": model, "epochs": 3, "batch_size": 32, "limit": 10_000,
+                  "eval_every": 50, "data_dir": data_dir, "download": False}
+        training.run(config, lambda r: records.append(metrics.as_dict(r)), _StopAfter(seconds))
+        evals = [r for r in records if r["type"] == "eval"]
+        done = records[-1]
+        print(f"{model}: {done['step']} steps in {seconds:.0f} s; held-out accuracy "
+              + ", ".join(f"{e['accuracy']:.0%} at step {e['step']}" for e in evals)
+              + f" (chance 10%; load average {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="MNIST directory (IDX .gz files or mnist.npz)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, help="digits to use in all")
+    parser.add_argument("--first-minute", action="store_true",
+                        help="each model for a minute at the page's defaults")
     args = parser.parse_args()
+    if args.first_minute:
+        return first_minute(args.data)
     global LIMIT
     LIMIT = args.limit
     print(f"TensorFlow {tf.__version__}, data: {data.load_mnist(args.data).source}")

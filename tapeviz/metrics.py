@@ -13,6 +13,12 @@ from typing import Optional
 from .recording import as_float, encode_float
 
 SCHEMA = "tapeviz.metrics/1"
+# The fixed bins of a step's gradient histograms (`Step.grad_hist`): edges at half powers of
+# ten of |gradient value| from 10^-10 to 10^2, so that bin 0 holds what is below 10^-10 (0
+# included) and the last bin what is at 10^2 or above; NaN and Inf are not counted (the
+# norms and warnings say so). Fixed, so that every step's column reads on one scale.
+HIST_EDGES_LOG10 = tuple(k / 2 for k in range(-20, 5))
+HIST_BINS = len(HIST_EDGES_LOG10) + 1
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,8 @@ class Start:
 
 @dataclass(frozen=True)
 class Step:
-    """One training step: its loss and each variable's gradient norm."""
+    """One training step: its loss and each variable's gradient norm; on some steps the
+    histogram of each variable's gradient values too (added in place: older readers ignore it)."""
     type = "step"
     step: int
     epoch: int
@@ -45,6 +52,7 @@ class Step:
     steps_per_s: float
     elapsed_s: float            # training time: evaluations and pauses left out
     total_steps: int
+    grad_hist: dict = field(default_factory=dict)   # path -> HIST_BINS counts of |value|
 
 
 @dataclass(frozen=True)
@@ -138,10 +146,20 @@ def from_json(d) -> object:
                 value = int(value)
             elif f.name == "grad_norms":
                 value = {str(k): float(as_float(v)) for k, v in dict(value).items()}
+            elif f.name == "grad_hist":
+                value = {str(k): _counts(v) for k, v in dict(value).items()}
             values[f.name] = value
         return cls(**values)
     except (TypeError, ValueError) as exc:
         raise MetricsError(f"a {cls.type} record with a bad field: {exc}") from None
+
+
+def _counts(value) -> list:
+    """One histogram: HIST_BINS counts, each a whole number >= 0."""
+    counts = [int(c) for c in value]
+    if len(counts) != HIST_BINS or min(counts) < 0:
+        raise ValueError(f"a histogram needs {HIST_BINS} counts >= 0")
+    return counts
 
 
 def as_dict(record) -> dict:

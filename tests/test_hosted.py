@@ -18,7 +18,7 @@ import pytest
 from tapeviz import metrics
 from tapeviz.server import jobs, runner, sandbox
 
-from hosted_util import STARTS, hosted_pool, one_start, works
+from hosted_util import FORGES_STOPPED, STARTS, hosted_pool, one_start, works
 
 pytestmark = pytest.mark.slow   # sandboxed workers, Runners and `python -m tapeviz`
 
@@ -221,21 +221,6 @@ def test_malformed_and_binary_input_is_a_clear_error(pool):
                          "    except OSError:\n        pass\n")
     assert isinstance(forged, dict) and "error" in forged
     works(pool)
-
-
-# A program that finds the worker's channel up its own stack, says it stopped in time, and
-# switches its alarm off: only the server's own deadline can end it.
-FORGES_STOPPED = """
-import signal, sys, time
-frame = sys._getframe()
-while "channel" not in frame.f_locals:
-    frame = frame.f_back
-frame.f_locals["channel"].send({"type": "stopped"})
-signal.setitimer(signal.ITIMER_REAL, 0)
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
-while True:
-    time.sleep(0.1)
-"""
 
 
 @one_start

@@ -24,6 +24,10 @@ CHART_IN_VIEW = """title => Array.from(document.querySelectorAll('.js-plotly-plo
   .filter(p => p.layout && p.layout.title && String(p.layout.title.text).includes(title))
   .some(p => (""" + IN_VIEW + """)(p))"""
 
+# The loss chart (Vega-Lite, the page's first) is drawn and whole on screen.
+LOSS_IN_VIEW = """() => { const c = document.querySelector("[data-testid='stVegaLiteChart']");
+    return !!c && !!c.querySelector('canvas, svg') && (""" + IN_VIEW + """)(c); }"""
+
 # The number of points in the first trace of the plotly chart whose title holds `title`
 # (Streamlit wraps titles in <b>), or -1 before there is one.
 POINTS = """title => Math.max(-1, ...Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -46,9 +50,9 @@ def test_start_and_the_loss_chart_gains_points(server):
         start.wait_for(timeout=60_000)
         assert_no_exception(page)
         start.click()
-        page.wait_for_function(f"({POINTS})('Training loss') > 0", timeout=WAIT_MS)
-        first = page.evaluate(POINTS, "Training loss")
-        page.wait_for_function(f"({POINTS})('Training loss') > {first}", timeout=WAIT_MS)
+        page.wait_for_function(f"({POINTS})('Gradient norm') > 0", timeout=WAIT_MS)
+        first = page.evaluate(POINTS, "Gradient norm")
+        page.wait_for_function(f"({POINTS})('Gradient norm') > {first}", timeout=WAIT_MS)
         # The held-out accuracy (every 50 steps) and the predictions follow.
         page.wait_for_function(f"({POINTS})('Held-out accuracy') >= 2", timeout=WAIT_MS)
         page.wait_for_timeout(1500)     # let plotly finish drawing before the screenshot
@@ -80,13 +84,14 @@ def test_the_loss_chart_is_above_the_fold_at_1280x720_and_no_request_leaves_the_
         page.get_by_role("option", name="2,000", exact=True).click()
         page.wait_for_timeout(500)
         page.get_by_role("button", name="Start", exact=True).click()
-        page.wait_for_function(f"({POINTS})('Training loss') > 3", timeout=WAIT_MS)
+        page.wait_for_function(f"({POINTS})('Gradient norm') > 3", timeout=WAIT_MS)
         page.screenshot(path=screenshot_path("train_1280x720_training.png"))
-        page.wait_for_function(CHART_IN_VIEW, arg="Training loss", timeout=10_000)
+        page.wait_for_function(LOSS_IN_VIEW, timeout=10_000)
+        page.wait_for_function(CHART_IN_VIEW, arg="Gradient norm", timeout=10_000)   # beside it
         page.get_by_text("Finished").first.wait_for(timeout=WAIT_MS)
         page.wait_for_timeout(1500)
         page.screenshot(path=screenshot_path("train_1280x720_finished.png"))
-        page.wait_for_function(CHART_IN_VIEW, arg="Training loss", timeout=10_000)
+        page.wait_for_function(LOSS_IN_VIEW, timeout=10_000)
         assert_no_exception(page)
     elsewhere = [url for url in asked if not url.startswith((server, "data:", "blob:", "about:"))]
     assert asked and not elsewhere, elsewhere

@@ -1,6 +1,10 @@
 """Training-page figures from plain metrics records, without TensorFlow."""
 
+import math
+
 import pytest
+
+from tapeviz import metrics
 
 from tapeviz.draw import train_figures
 
@@ -30,7 +34,11 @@ def test_grad_norms_one_line_per_variable_on_a_log_axis():
     records[6]["grad_norms"]["m/conv1/bias"] = float("nan")
     warning = {"type": "warning", "step": 7, "layer": "m/conv1", "kind": "nan", "message": "..."}
     fig = train_figures.grad_norm_figure(records, [warning])
-    assert [t.name for t in fig.data] == PATHS
+    # one legend entry per layer, less the model's name; the bias toggles with its kernel
+    assert [t.name for t in fig.data] == ["conv1", "conv1 bias", "logits", "logits bias"]
+    assert [t.showlegend for t in fig.data] == [True, False, True, False]
+    assert fig.data[0].legendgroup == fig.data[1].legendgroup == "conv1"
+    assert all(p in t.hovertemplate for p, t in zip(PATHS, fig.data))
     assert fig.layout.yaxis.type == "log"
     assert fig.data[0].y[5] is None and fig.data[1].y[6] is None  # gaps, not log(0)
     assert any("nan" in a.text for a in fig.layout.annotations)
@@ -79,14 +87,45 @@ def test_loss_on_a_log_axis_on_request():
     assert train_figures.loss_figure(steps(), log=True).layout.yaxis.type == "log"
 
 
-def test_gradient_norm_ticks_follow_the_data_span():
-    narrow = steps()                                     # norms from 1/30 to 1: 1.5 decades
+def test_log_axes_tick_only_at_powers_of_ten_over_at_least_two_decades():
+    narrow = steps()                                     # norms 0.11 .. 0.4: half a decade
     for record in narrow:
-        record["grad_norms"] = {p: 0.1 + 0.01 * record["step"] for p in PATHS}   # 0.11 .. 0.4
-    assert train_figures.grad_norm_figure(narrow).layout.yaxis.dtick == "D2"    # more than one tick
+        record["grad_norms"] = {p: 0.1 + 0.01 * record["step"] for p in PATHS}
+    axis = train_figures.grad_norm_figure(narrow).layout.yaxis
+    # one tick per power of ten (never plotly's "2, 10⁻¹, 5, 2"), and at least three of them
+    assert axis.type == "log" and axis.dtick == 1 and axis.exponentformat == "power"
+    lo, hi = axis.range
+    assert hi - lo >= 2 and lo <= math.log10(0.11) and hi >= math.log10(0.4)
     wide = steps()
     wide[0]["grad_norms"] = {p: 1e-6 for p in PATHS}
-    assert train_figures.grad_norm_figure(wide).layout.yaxis.dtick == 1
+    lo, hi = train_figures.grad_norm_figure(wide).layout.yaxis.range
+    assert lo <= -6 and hi >= 0
+    loss = train_figures.loss_figure(steps(), log=True).layout.yaxis
+    assert loss.dtick == 1 and loss.range[1] - loss.range[0] >= 2
+
+
+def test_gradient_histograms_are_a_heat_strip_per_variable_over_the_steps():
+    records = []
+    for step in (1, 5, 10):
+        hist = {}
+        for i, path in enumerate(PATHS):
+            counts = [0] * metrics.HIST_BINS
+            counts[10 + i] = 3 * step           # all of a variable's values in one bin
+            counts[0] = step                    # and a quarter below 10^-10 (zeros)
+            hist[path] = counts
+        records.append({"step": step, "grad_hist": hist})
+    records.insert(1, {"step": 2})              # a step without histograms is left out
+    fig = train_figures.grad_hist_figure(records)
+    assert len(fig.data) == len(PATHS)
+    for i, trace in enumerate(fig.data):
+        assert list(trace.x) == [1, 5, 10]
+        assert len(trace.y) == metrics.HIST_BINS
+        column = [row[0] for row in trace.z]
+        assert column[10 + i] == 0.75 and column[0] == 0.25 and sum(column) == 1.0
+    titles = [a.text for a in fig.layout.annotations]
+    assert all(path in titles for path in PATHS)
+    assert train_figures.power_of_ten(-3) == "10⁻³"
+    assert len(train_figures.grad_hist_figure([{"step": 1}]).data) == 0   # waiting
 
 
 def test_step_axes_do_not_start_below_zero_and_epoch_labels_sit_left():
@@ -105,3 +144,20 @@ def test_the_page_lists_each_layers_warning_once():
     listed = training_run.first_per_layer(warnings)
     assert [(w["kind"], w["layer"], w["step"]) for w in listed] == [
         ("vanishing", "conv2d", 11), ("vanishing", "dense", 11), ("exploding", "dense", 14)]
+
+
+def test_the_live_loss_chart_is_one_spec_with_growing_rows():
+    from tapeviz.draw import train_vega
+    records = steps()
+    records[3]["loss"] = float("nan")
+    rows = train_vega.loss_rows(records)
+    raw = [r for r in rows if r["series"] == "loss per step"]
+    assert [r["step"] for r in raw] == [s["step"] for s in records if s["step"] != 4]   # a gap
+    smooth = [r["value"] for r in rows if r["series"].startswith("smoothed")]
+    assert smooth == [v for v in train_figures.ema([s["loss"] for s in records]) if v is not None]
+    # the spec holds no data: the same for every update, so the chart is never remounted
+    assert train_vega.loss_spec() == train_vega.loss_spec() and "data" not in train_vega.loss_spec()
+    axis = train_vega.loss_spec(log=True)["encoding"]["y"]
+    assert axis["scale"]["type"] == "log" and all(v == 10.0 ** k for v, k in
+                                                  zip(axis["axis"]["values"], train_vega.POWERS))
+    assert "'10⁻³'" in axis["axis"]["labelExpr"]

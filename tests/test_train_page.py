@@ -64,12 +64,17 @@ def test_start_steps_stop_resume_reset():
     at = training_page()
     assert not at.exception
     assert "press **Start**" in "".join(i.value for i in at.info)
+    # The demo's default learns within a minute (test_training: > 80% held-out after 200
+    # steps); the guide's CNN is the other choice, with its note.
+    assert at.selectbox(key="t_model").value == "lenet"
+    assert any("guide" in option.lower() for option in at.selectbox(key="t_model").options)
     press(at, "Start")
     run = wait_for(at, lambda r: len(r.steps) >= 5, "five steps")
     assert run.start["source"] and "Data:" in "".join(c.value for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Step"] != "0" and metrics["Steps/s"] != "—" and "/ 5" in metrics["Epoch"]
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 4     # gradient norms, accuracy, predictions, histograms
+    assert len(at.get("vega_lite_chart")) == 1    # the loss
 
     press(at, "Stop")
     run = wait_for(at, lambda r: r.status == "paused", "the pause")

@@ -92,6 +92,30 @@ def test_grad_norms_finite_for_every_trainable_variable(lenet_run):
 
 
 @pytest.mark.slow   # 200 training steps on real digits (lenet_run)
+def test_gradient_histograms_count_every_weight_in_fixed_bins(lenet_run):
+    start, steps = lenet_run[0], of_type(lenet_run, "step")
+    with_hist = [s["step"] for s in steps if s["grad_hist"]]
+    assert with_hist == [1] + list(range(training.HIST_EVERY, 201, training.HIST_EVERY))
+    for step in steps:
+        if step["grad_hist"]:
+            assert list(step["grad_hist"]) == start["variables"]
+            assert all(len(c) == metrics.HIST_BINS for c in step["grad_hist"].values())
+            # every gradient value of every variable lands in one bin: the model's weights
+            assert sum(sum(c) for c in step["grad_hist"].values()) == start["params"]
+
+
+def test_gradient_histogram_bins_match_numpys_histogram():
+    rng = np.random.default_rng(0)
+    grad = rng.standard_normal(5000).astype(np.float32) * 10.0 ** rng.uniform(-12, 3, 5000)
+    grad[:7] = 0.0
+    grad[7] = np.nan                                    # not counted: the norm says NaN
+    counts = training.grad_histograms(["v"], [grad])["v"]
+    edges = [0.0] + [10.0 ** e for e in metrics.HIST_EDGES_LOG10] + [np.inf]
+    reference, _ = np.histogram(np.abs(grad[np.isfinite(grad)]).astype(np.float64), bins=edges)
+    assert counts == reference.tolist() and sum(counts) == 4999 and counts[0] >= 7
+
+
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
 def test_predictions_are_small_8bit_images(lenet_run):
     predictions = of_type(lenet_run, "predictions")
     assert len(predictions) == len(of_type(lenet_run, "eval"))

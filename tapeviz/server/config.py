@@ -43,6 +43,7 @@ class Config:
     link_run_s: float = 900.0        # how long pages opening an example's link share its run
     jobs_per_session: Optional[int] = 4    # queued + running jobs (runs and training) one owner may hold
     jobs_per_client: Optional[int] = 8     # the same for one browser (all its tabs' sessions)
+    sleepers: int = 0                # runs whose program sleeps may give their slot way, so many
 
     @property
     def hosted(self) -> bool:
@@ -52,7 +53,7 @@ class Config:
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
         _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
-        _DISK_MB, _CGROUP_MEMORY_GB and _OPEN_FILES override its limits; TAPEVIZ_ZYGOTE=0
+        _DISK_MB, _CGROUP_MEMORY_GB, _OPEN_FILES and _SLEEPERS override its limits; TAPEVIZ_ZYGOTE=0
         spawns workers instead of forking them (in hosted mode, each into its own bwrap); TAPEVIZ_LINK_RUN_S (0: never) is how
         long the pages that open one example's link share its recording;
         TAPEVIZ_JOBS_PER_SESSION and _JOBS_PER_CLIENT (0: no cap) cap the queued and running
@@ -95,6 +96,9 @@ class Config:
                    link_run_s=float(env.get("TAPEVIZ_LINK_RUN_S", 900)),
                    jobs_per_session=_cap(env.get("TAPEVIZ_JOBS_PER_SESSION", 4)),
                    jobs_per_client=_cap(env.get("TAPEVIZ_JOBS_PER_CLIENT", 8)),
+                   # Hosted: tabs whose programs sleep (a forged "stopped", a time.sleep)
+                   # must not hold the class's slots; each sleeper keeps its fixed deadline.
+                   sleepers=int(env.get("TAPEVIZ_SLEEPERS", 2 * workers if mode == "hosted" else 0)),
                    sandbox=env.get("TAPEVIZ_SANDBOX", "auto").strip().lower() or "auto")
 
 

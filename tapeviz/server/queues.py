@@ -3,7 +3,9 @@ alike) holds a ticket of its owner (a session) and its client (a browser). A tic
 is how many jobs its owner (or its client, the larger) started since it last had none live;
 a free slot goes to the lowest turn, then the earliest. So the line is round-robin: one
 session's or browser's fourth job never runs before another's first. Each owner and client
-may hold only so many live jobs. No TensorFlow, no Streamlit.
+may hold only so many live jobs. A slot is for CPU: a held `Slot` whose program sleeps gives
+way to the next in line (sleepers.py), up to `sleepers` such programs at once. No
+TensorFlow, no Streamlit.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import itertools
 import threading
 from dataclasses import dataclass
 from typing import Optional
+
+from .sleepers import Watch
 
 
 class TooManyJobs(RuntimeError):
@@ -76,10 +80,12 @@ class FairQueue:
     """`slots` jobs at once; the rest wait in the fair order of `shares` and learn their
     place (which can improve when a job of a busier owner arrives behind them, too)."""
 
-    def __init__(self, slots: int, shares: Optional[Shares] = None):
+    def __init__(self, slots: int, shares: Optional[Shares] = None, sleepers: int = 0):
         self.slots = max(1, int(slots))
         self.shares = shares or Shares()
         self.busy = 0
+        self.sleepers = max(0, int(sleepers))    # programs that gave their slot way, at most
+        self.sleeping = 0
         self.tickets: list = []
 
     def acquire(self, ticket: Ticket, tell_place=None,
@@ -116,6 +122,60 @@ class FairQueue:
             self.busy -= 1
             self.shares.cond.notify_all()
 
+    def slot(self) -> "Slot":
+        """The slot `acquire` just gave, as a handle: call it to give the slot back."""
+        return Slot(self)
+
     @property
     def waiting(self) -> int:
         return len(self.tickets)
+
+
+class Slot:
+    """One held slot of a FairQueue. Called (once; later calls do nothing) it gives the
+    slot back. `give_way()` stops it counting while its program sleeps and someone waits;
+    `reclaim()` counts it again, past `slots` if need be, so that the next in line waits
+    until the CPU is free again."""
+
+    def __init__(self, line: FairQueue):
+        self.line, self.counted, self.done = line, True, False
+        self.watch = None                      # its sleepers.Watch, once the program runs
+
+    def __call__(self) -> None:
+        with self.line.shares.cond:
+            if self.done:
+                return
+            self.done = True
+            if self.counted:
+                self.line.busy -= 1
+            else:
+                self.line.sleeping -= 1
+            self.line.shares.cond.notify_all()
+        if self.watch is not None:
+            self.watch.stop()
+
+    def watch_cpu(self, worker) -> None:
+        """Let `worker`'s program give way while it sleeps (when this line allows any)."""
+        if self.line.sleepers:
+            self.watch = Watch(self, worker)
+
+    def give_way(self) -> bool:
+        line = self.line
+        with line.shares.cond:
+            if self.done or not self.counted or not line.tickets \
+                    or line.sleeping >= line.sleepers:
+                return False
+            self.counted = False
+            line.busy -= 1
+            line.sleeping += 1
+            line.shares.cond.notify_all()
+            return True
+
+    def reclaim(self) -> None:
+        line = self.line
+        with line.shares.cond:
+            if self.done or self.counted:
+                return
+            self.counted = True
+            line.busy += 1
+            line.sleeping -= 1

@@ -37,7 +37,7 @@ class Runner:
         self._lock = threading.Lock()
         # Runs and training runs share one ledger: fair shares and caps count both.
         self._shares = Shares(self.config.jobs_per_session, self.config.jobs_per_client)
-        self._runs = FairQueue(self.config.workers, self._shares)
+        self._runs = FairQueue(self.config.workers, self._shares, self.config.sleepers)
         self._trainings = FairQueue(self.config.training, self._shares)
         self._jobs: dict = {}
         self.workers = WarmPool(self.config, self.walls)
@@ -150,7 +150,7 @@ class Runner:
                                 job.cancelled):
                 outcome.end(job, "Cancelled", "it was cancelled before it started")
                 return
-            free = _once(line.release)
+            free = line.slot()       # a sleeping run's slot gives way (sleepers.py)
             try:
                 self._run(job, free)
             finally:
@@ -164,7 +164,7 @@ class Runner:
             outcome.end(job, "RunnerError", "the job ended without a result")
 
     def _run(self, job: Job, free: Callable[[], None]) -> None:
-        """Run `job` in a worker; `free()` gives its run slot back."""
+        """Run `job` in a worker; `free()` gives its run slot (queues.Slot) back."""
         spec = job.spec
         worker = job.worker = self.workers.take()
         try:
@@ -186,6 +186,7 @@ class Runner:
                 pass                 # it died: the reader reports the exit
             job.sent = True
             job.emit(Phase("running"))
+            free.watch_cpu(worker)
             streamed = Streamed()
             last, printed = self._listen(job, worker, streamed)
             # The slot bounds programs running at once, and this one has stopped: the next
@@ -273,13 +274,3 @@ class Runner:
             else:
                 return message, printed
 
-
-def _once(fn: Callable[[], None]) -> Callable[[], None]:
-    """`fn` on the first call, nothing on later ones."""
-    called = []
-
-    def call() -> None:
-        if not called:
-            called.append(True)
-            fn()
-    return call

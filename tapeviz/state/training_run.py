@@ -25,6 +25,7 @@ MAX_POINTS = 1500      # per chart trace; longer histories are thinned for drawi
 POLL_S = 0.2           # the run's own thread checks this often that a page still looks
 ABANDONED_S = 120.0    # a training run no page has looked at for this long is ended: a closed
                        # tab (a background tab still redraws at least once a minute)
+GONE_S = 1.0           # how often the run asks whether its session is still connected
 KEEP_SNAPSHOTS = 8     # "Inspect this step" folders kept by the server process (the newest)
 
 
@@ -66,11 +67,13 @@ class Run:
     """One training run: its config, the job once the runner hands it over (its place in the
     queue meanwhile), and every record it sent, folded by kind.
 
-    Its own thread submits the job and folds its events in as they come, and ends a run no
-    page has looked at for ABANDONED_S (a closed tab); the page only reads.
+    Its own thread submits the job and folds its events in as they come, and ends a run
+    whose session is gone (`alive()` false: its tab closed, paused or not) within GONE_S,
+    or that no page has looked at for ABANDONED_S; the page only reads.
     """
 
-    def __init__(self, runner, config: dict, owner_id: Optional[str] = None, client: Optional[str] = None):
+    def __init__(self, runner, config: dict, owner_id: Optional[str] = None, client: Optional[str] = None,
+                 alive=None):
         self.config = dict(config)
         self.job = None
         self.place: Optional[int] = None      # place in the runner's queue while waiting
@@ -86,6 +89,7 @@ class Run:
         self.seen = time.monotonic()          # when a page last showed it (see `touch`)
         # client: the browser (session.client_id), whose tabs share one fair share of workers
         self._runner, self._owner_id, self._client = runner, owner_id, client
+        self._alive = alive
         threading.Thread(target=self._start, daemon=True, name="tapeviz-train-start").start()
 
     def _start(self) -> None:
@@ -94,10 +98,16 @@ class Run:
         except Exception as exc:   # noqa: BLE001 - the page shows it; the app stays up
             self.failed = f"{type(exc).__name__}: {exc}"
             return
+        asked = time.monotonic()
         while True:
             event = self.job.next_event(POLL_S)
+            now = time.monotonic()
+            if self._alive is not None and now - asked >= GONE_S and not self.job.done:
+                asked = now
+                if not self._alive():
+                    _end(self.job)    # its tab closed: the next tab's Start gets the worker
             if event is None:
-                if not self.paused and time.monotonic() - self.seen > ABANDONED_S:
+                if not self.paused and now - self.seen > ABANDONED_S:
                     _end(self.job)    # nobody is watching: give the worker to someone who is
                 continue
             self.take(event)
