@@ -11,6 +11,7 @@ import streamlit as st
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
 from tapeviz.ui import editor, frame, mode, panels, session
+from tapeviz.ui.live_panel import LivePanel
 from tapeviz.words import hints, notes, values
 from tapeviz.words.markdown import literal
 
@@ -60,8 +61,10 @@ def wait_for(job, where):
         box = st.status(job.label(), state="running")
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
+        live = LivePanel(st.container())    # the run view fills as the steps stream in
     while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())
+        live.update(job)
     if state.take(job):
         name_in_address(job)
     st.rerun()

@@ -10,7 +10,8 @@ import time
 from typing import Callable, Iterable, Optional
 
 from ..server import outcome
-from ..server.jobs import Phase, Recorded
+from ..server.jobs import Phase, Recorded, Steps
+from .live_steps import LiveSteps
 
 WAITING_FOR = {
     "queued": "Waiting for a free worker: your run is number {place} in line",
@@ -35,6 +36,7 @@ class RunJob:
         self.phases: dict = {}           # phase -> seconds spent in it, once it ended
         self._entered = self.started
         self.recorded: Optional[Recorded] = None
+        self.live = LiveSteps()          # the step summaries streamed so far, bounded
         self.done = threading.Event()
         self.cancelled = False
         self._thread = threading.Thread(target=self._follow, args=(events,), daemon=True,
@@ -61,6 +63,8 @@ class RunJob:
             if event.name == "queued":
                 self.place = event.place
             self.enter(event.name)
+        elif isinstance(event, Steps):
+            self.live.take(event.steps, event.step_sources)
         elif isinstance(event, Recorded):
             self.recorded = event
 
