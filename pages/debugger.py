@@ -61,7 +61,7 @@ def wait_for(job, where):
         box = st.status(job.label(), state="running")
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
-        live = LivePanel(st.container())    # the run view fills as the steps stream in
+    live = LivePanel(live_slot)        # the run view fills, where the graph goes, as steps stream in
     while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())
         live.update(job)
@@ -91,6 +91,7 @@ if st.session_state.get("graph_first"):
     right, left = st.columns([7, 4], gap="medium")
 else:
     left, right = st.columns([5, 7], gap="medium")
+live_slot = right.container()
 
 with left:
     st.selectbox("Example", examples.names(), key="example", index=None, on_change=state.load_example,

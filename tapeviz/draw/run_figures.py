@@ -43,6 +43,8 @@ def site_steps(rec, site: Optional[tuple] = None) -> list:
             source = named[i] if 0 <= i < len(named) else None
             label = (source.variable or source.name or f"tensor {source.tensor}") if source \
                 else "?"
+            if label in norms and source is not None and source.name:
+                label = source.name      # two unnamed tf.Variables are both "Variable"
             norms[label] = 0.0 if norm is None else as_float(norm)
         out.append({"step": n, "call": s.call, "loss": as_float(s.target) if s.scalar else None,
                     "grad_norms": norms})

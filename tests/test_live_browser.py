@@ -1,0 +1,48 @@
+"""The run view fills while a real program runs, in Chromium (a real Streamlit server, a
+real worker running TensorFlow): its first steps show within seconds of the start."""
+import time
+
+import pytest
+
+from browser_util import WAIT_MS, browser_page, screenshot_path, streamlit_server
+
+pytestmark = pytest.mark.slow
+
+LOOP = """import time
+import tensorflow as tf
+
+w = tf.Variable(tf.ones([4, 8]))
+b = tf.Variable(tf.zeros([8]))
+x = tf.random.normal([16, 4])
+for step in range(2000):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.relu(x @ w + b) ** 2)
+    dw, db = tape.gradient(loss, [w, b])
+    w.assign_sub(0.01 * dw)
+    b.assign_sub(0.01 * db)
+    time.sleep(0.01)
+"""
+
+
+def live_title(page) -> str:
+    return page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+        .map(t => t.textContent).filter(t => t.startsWith('live:')).join('')""")
+
+
+@pytest.mark.parametrize("viewport", [(1600, 1000), (1280, 720)])
+def test_the_run_view_fills_while_the_program_runs(viewport):
+    from tapeviz.state import share
+    with streamlit_server() as url, browser_page() as page:
+        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        start = time.monotonic()
+        page.goto(f"{url}/?code={share.encode(LOOP)}")
+        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .some(t => t.textContent.startsWith('live:'))""", timeout=WAIT_MS)
+        first = live_title(page)
+        seen_after = time.monotonic() - start
+        page.wait_for_timeout(3000)
+        later = live_title(page)
+        page.screenshot(path=screenshot_path(f"live_run_{viewport[0]}x{viewport[1]}.png"))
+        print(f"live view after {seen_after:.1f} s of the page's start: {first!r}, then {later!r}")
+        count = lambda t: int(t.split()[1].replace(",", ""))   # noqa: E731
+        assert count(later) > count(first) >= 2     # it fills as the program goes on
