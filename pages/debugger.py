@@ -34,6 +34,11 @@ def cancel_run():
     state.cancel(session.runner().cancel)
 
 
+def stop_run():
+    if state.job is not None:     # the runner still sends the recording so far (state/run_job.py)
+        state.job.stop(session.runner().cancel, state.owner)
+
+
 def open_upload():
     if (upload := st.session_state.get("open_file")) is not None:
         state.open_bytes(upload.getvalue(), upload.name)
@@ -61,6 +66,8 @@ def wait_for(job, where):
         box = st.status(job.label(), state="running")
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
+        st.button("Stop, keep the steps", on_click=stop_run, icon=":material/pause_circle:",
+                  help="End the program now and show what it recorded: every step summary so far.")
     live = LivePanel(live_slot)        # the run view fills, where the graph goes, as steps stream in
     while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())

@@ -46,3 +46,23 @@ def test_the_run_view_fills_while_the_program_runs(viewport):
         print(f"live view after {seen_after:.1f} s of the page's start: {first!r}, then {later!r}")
         count = lambda t: int(t.split()[1].replace(",", ""))   # noqa: E731
         assert count(later) > count(first) >= 2     # it fills as the program goes on
+
+
+def test_stop_ends_the_program_and_keeps_every_step_streamed():
+    from tapeviz.state import share
+    with streamlit_server() as url, browser_page() as page:
+        page.goto(f"{url}/?code={share.encode(LOOP)}")
+        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .some(t => t.textContent.startsWith('live:'))""", timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        shown = int(live_title(page).split()[1].replace(",", ""))
+        page.get_by_role("button", name="Stop, keep the steps").click()
+        page.get_by_text("The run, step by step").wait_for(timeout=WAIT_MS)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=screenshot_path("live_run_stopped.png"))
+        title = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .map(t => t.textContent).filter(t => t.startsWith('the run:')).join('')""")
+        kept = int(title.split()[2].replace(",", ""))
+        print(f"live view showed {shown} steps; the stopped run's view holds {kept}: {title!r}")
+        assert kept >= shown                          # nothing streamed was lost
+        assert kept < 2000                            # the program was ended before its loop

@@ -39,6 +39,7 @@ class RunJob:
         self.live = LiveSteps()          # the step summaries streamed so far, bounded
         self.done = threading.Event()
         self.cancelled = False
+        self.stopped = False             # Stop: ended by the user, its recording kept
         self._thread = threading.Thread(target=self._follow, args=(events,), daemon=True,
                                         name="tapeviz-run")
         self._thread.start()
@@ -73,6 +74,12 @@ class RunJob:
         if phase != self.phase:
             self.phases[self.phase] = self.phases.get(self.phase, 0.0) + now - self._entered
             self.phase, self._entered = phase, now
+
+    def stop(self, cancel: Callable[[str], None], owner: str) -> None:
+        """End the program now but keep the run: the runner's recording of a cancelled job
+        holds every step summary streamed until then (its cut_short says so)."""
+        self.stopped = True
+        cancel(owner)
 
     @property
     def shared(self) -> bool:
