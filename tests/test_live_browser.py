@@ -66,3 +66,33 @@ def test_stop_ends_the_program_and_keeps_every_step_streamed():
         print(f"live view showed {shown} steps; the stopped run's view holds {kept}: {title!r}")
         assert kept >= shown                          # nothing streamed was lost
         assert kept < 2000                            # the program was ended before its loop
+
+
+GAN = """import time
+import tensorflow as tf
+
+g = tf.Variable(tf.ones([2, 2]))
+d = tf.Variable(tf.ones([2, 1]))
+z = tf.random.normal([8, 2])
+for step in range(2000):
+    with tf.GradientTape() as d_tape:
+        d_loss = tf.reduce_mean(tf.nn.softplus(-(z @ d)) + tf.nn.softplus((z @ g) @ d))
+    d.assign_sub(0.01 * d_tape.gradient(d_loss, d))
+    with tf.GradientTape() as g_tape:
+        g_loss = tf.reduce_mean(tf.nn.softplus(-((z @ g) @ d)))
+    g.assign_sub(0.01 * g_tape.gradient(g_loss, g))
+    time.sleep(0.01)
+"""
+
+
+def test_a_gan_loops_two_tapes_are_both_charted_live():
+    from tapeviz.state import share
+    with streamlit_server() as url, browser_page() as page:
+        page.goto(f"{url}/?code={share.encode(GAN)}")
+        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .filter(t => t.textContent.startsWith('live:')).length == 2""", timeout=WAIT_MS)
+        titles = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .map(t => t.textContent).filter(t => t.startsWith('live:'))""")
+        page.wait_for_timeout(2000)
+        page.screenshot(path=screenshot_path("live_run_gan.png"))
+        assert {t.rsplit(" ", 1)[1] for t in titles} == {"10", "13"}, titles
