@@ -11,6 +11,7 @@ import streamlit as st
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
 from tapeviz.ui import editor, frame, mode, panels, session
+from tapeviz.ui.live_panel import LivePanel
 from tapeviz.words import hints, notes, values
 from tapeviz.words.markdown import literal
 
@@ -31,6 +32,11 @@ state = debugger.of(st.session_state)
 # -- inputs: callbacks run before the script, so they may set widget state ------------------
 def cancel_run():
     state.cancel(session.runner().cancel)
+
+
+def stop_run():
+    if state.job is not None:     # the runner still sends the recording so far (state/run_job.py)
+        state.job.stop(session.runner().cancel, state.owner)
 
 
 def open_upload():
@@ -60,8 +66,12 @@ def wait_for(job, where):
         box = st.status(job.label(), state="running")
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
+        st.button("Stop, keep the steps", on_click=stop_run, icon=":material/pause_circle:",
+                  help="End the program now and show what it recorded: every step summary so far.")
+    live = LivePanel(live_slot)        # the run view fills, where the graph goes, as steps stream in
     while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())
+        live.update(job)
     if state.take(job):
         name_in_address(job)
     st.rerun()
@@ -88,6 +98,7 @@ if st.session_state.get("graph_first"):
     right, left = st.columns([7, 4], gap="medium")
 else:
     left, right = st.columns([5, 7], gap="medium")
+live_slot = right.container()
 
 with left:
     st.selectbox("Example", examples.names(), key="example", index=None, on_change=state.load_example,

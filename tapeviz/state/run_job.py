@@ -10,7 +10,8 @@ import time
 from typing import Callable, Iterable, Optional
 
 from ..server import outcome
-from ..server.jobs import Phase, Recorded
+from ..server.jobs import Phase, Recorded, Steps
+from .live_steps import LiveSteps
 
 WAITING_FOR = {
     "queued": "Waiting for a free worker: your run is number {place} in line",
@@ -35,8 +36,10 @@ class RunJob:
         self.phases: dict = {}           # phase -> seconds spent in it, once it ended
         self._entered = self.started
         self.recorded: Optional[Recorded] = None
+        self.live = LiveSteps()          # the step summaries streamed so far, bounded
         self.done = threading.Event()
         self.cancelled = False
+        self.stopped = False             # Stop: ended by the user, its recording kept
         self._thread = threading.Thread(target=self._follow, args=(events,), daemon=True,
                                         name="tapeviz-run")
         self._thread.start()
@@ -61,6 +64,8 @@ class RunJob:
             if event.name == "queued":
                 self.place = event.place
             self.enter(event.name)
+        elif isinstance(event, Steps):
+            self.live.take(event.steps, event.step_sources)
         elif isinstance(event, Recorded):
             self.recorded = event
 
@@ -69,6 +74,12 @@ class RunJob:
         if phase != self.phase:
             self.phases[self.phase] = self.phases.get(self.phase, 0.0) + now - self._entered
             self.phase, self._entered = phase, now
+
+    def stop(self, cancel: Callable[[str], None], owner: str) -> None:
+        """End the program now but keep the run: the runner's recording of a cancelled job
+        holds every step summary streamed until then (its cut_short says so)."""
+        self.stopped = True
+        cancel(owner)
 
     @property
     def shared(self) -> bool:
