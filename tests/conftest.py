@@ -22,6 +22,11 @@ import threading
 
 import pytest
 
+# No recordings of the examples kept between servers (server/example_cache.py) unless a test
+# asks for them in a folder of its own: each test's first page runs its example live, and
+# no server records every example in the background while the suite runs.
+os.environ.setdefault("TAPEVIZ_CACHE_DIR", "off")
+
 # Events that start a new program (https://docs.python.org/3/library/audit_events.html).
 _STARTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"})
 

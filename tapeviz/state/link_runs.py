@@ -5,7 +5,8 @@ instead of thirty runs queueing for two workers. No Streamlit and no TensorFlow 
 Only a page's first run of an unchanged example (the bare address, `?example=NAME`) comes
 here; Run always records afresh. A recording is kept for `max_age_s`. One that the
 machinery cut short (cancelled, timed out, a worker that failed) is not kept, and the pages
-that waited for it run their own.
+that waited for it run their own. Without a recent run, the example's recording made
+earlier (server/example_cache.py) is drawn at once, without waiting for a worker.
 """
 from __future__ import annotations
 
@@ -13,26 +14,26 @@ import threading
 import time
 from typing import Callable, Iterator, Optional
 
+from ..server.example_cache import keepable
 from ..server.jobs import Done, Phase, Recorded
 
-# Error types the runner gives a recording it cut short: a fault of that run, not of the
-# program, so never shown to anyone but the page that met it.
-CUT_SHORT = frozenset({"Cancelled", "Timeout", "WorkerError", "WorkerCrash", "RunnerError",
-                       "ProtocolError", "TooManyJobs"})
 SHARING = "sharing"     # the run phase of a page that waits for, or takes, a shared run
+CACHED = "cached"       # ... that reads the example's recording made earlier
 
 
-def keepable(recorded: Optional[Recorded]) -> bool:
-    if recorded is None:
-        return False
-    error = recorded.recording.error
-    return error is None or error.type not in CUT_SHORT
+def nothing_cached(source: str) -> None:
+    return None
 
 
 class LinkRuns:
-    def __init__(self, max_age_s: float, clock: Callable[[], float] = time.monotonic):
+    """`cached(source)`: (Cached, Recorded) of the example's recording made earlier, or
+    None (server/example_cache.py's lookup)."""
+
+    def __init__(self, max_age_s: float, clock: Callable[[], float] = time.monotonic,
+                 cached: Callable[[str], Optional[tuple]] = nothing_cached):
         self.max_age_s = max_age_s
         self._clock = clock
+        self._cached = cached
         self._lock = threading.Lock()
         self._kept: dict = {}        # source -> (its Recorded event, when it was recorded)
         self._running: dict = {}     # source -> Event set when the run in flight ends
@@ -40,9 +41,18 @@ class LinkRuns:
     def events(self, source: str, submit: Callable) -> Iterator:
         """The events a page follows for `source`'s link: those of its own job
         (`submit(source)`, the page's runner call) when no other page has one kept or in
-        flight; else Phase(SHARING), then that run's Recorded and Done."""
+        flight; else Phase(SHARING), then that run's Recorded and Done. Without a kept
+        one, a recording made earlier comes first: Phase(CACHED), Cached, Recorded, Done."""
         if self.max_age_s <= 0:
             yield from submit(source).stream()
+            return
+        with self._lock:
+            recent = self._fresh(source)
+        earlier = self._cached(source) if recent is None else None
+        if earlier is not None:
+            yield Phase(CACHED)
+            yield from earlier
+            yield Done()
             return
         while True:
             with self._lock:

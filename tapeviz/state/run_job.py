@@ -10,6 +10,7 @@ import time
 from typing import Callable, Iterable, Optional
 
 from ..server import outcome
+from ..server.example_cache import Cached
 from ..server.jobs import Phase, Recorded, Steps
 from .live_steps import LiveSteps
 
@@ -20,6 +21,7 @@ WAITING_FOR = {
     "finishing": "The program stopped; the worker is packing its recording",
     "drawing": "Drawing the graph",
     "sharing": "Waiting for the run of this link that another visitor started",
+    "cached": "Reading this example's recording",
 }
 
 
@@ -37,6 +39,7 @@ class RunJob:
         self._entered = self.started
         self.recorded: Optional[Recorded] = None
         self.live = LiveSteps()          # the step summaries streamed so far, bounded
+        self.cached: Optional[Cached] = None    # the recording was made earlier (example_cache.py)
         self.done = threading.Event()
         self.cancelled = False
         self.stopped = False             # Stop: ended by the user, its recording kept
@@ -68,6 +71,8 @@ class RunJob:
             self.live.take(event.steps, event.step_sources)
         elif isinstance(event, Recorded):
             self.recorded = event
+        elif isinstance(event, Cached):
+            self.cached = event
 
     def enter(self, phase: str) -> None:
         now = self.clock()
@@ -98,6 +103,9 @@ class RunJob:
         """Run -> drawn, and where the time went: said once the graph is on the page.
         `shared_age`: how old the shared recording of a link is, when `shared`."""
         self.enter("done")
+        if self.cached is not None:
+            return (f"Drawn in {self.elapsed():.1f} s from this example's recording, made earlier "
+                    f"with TensorFlow {self.cached.tensorflow}; Run records your own")
         if self.shared:
             made = ("just now" if shared_age is None or shared_age < 60
                     else f"{shared_age / 60:.0f} min ago")

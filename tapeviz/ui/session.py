@@ -10,6 +10,8 @@ from typing import Optional
 
 import streamlit as st
 
+from .. import examples
+from ..server.example_cache import OWNER, ExampleCache
 from ..server.jobs import Job, Record
 from ..server.runner import Runner
 from ..state.link_runs import LinkRuns
@@ -41,7 +43,18 @@ def quiet_file_watcher() -> None:
 @st.cache_resource(show_spinner=False)
 def link_runs() -> LinkRuns:
     # One per server process, like the runner: every session that opens a link shares it.
-    return LinkRuns(runner().config.link_run_s)
+    # The examples' recordings made earlier are drawn at once; the missing ones are recorded
+    # now, in teaching order, each as that link's shared run (a page opening it meanwhile
+    # waits for that one run instead of starting another).
+    shared = runner()
+    cache = ExampleCache(shared.config)
+    links = LinkRuns(shared.config.link_run_s, cached=cache.lookup)
+
+    def record(source):
+        return links.events(source, lambda s: shared.submit(Record(s, "program.py"), OWNER))
+    if links.max_age_s > 0:      # else no page shares a link's recording, nor an earlier one
+        cache.build_in_background([examples.code(n) for n in examples.names()], record)
+    return links
 
 
 def submit(source: str, owner=None, pool: Optional[Runner] = None, session: Optional[str] = None,
