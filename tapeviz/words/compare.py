@@ -110,10 +110,10 @@ def _inputs(cmp, row, side: str) -> str:
     op = rec.op(op_id)
     if op is None or not op.inputs:
         return ""
-    return " of " + ", ".join(f"{_name(rec, t)} = {tensor_value(rec, t)}" for t in op.inputs[:3])
+    return " of " + ", ".join(f"{value_name(rec, t)} = {tensor_value(rec, t)}" for t in op.inputs[:3])
 
 
-def _name(rec: Recording, t: int) -> str:
+def value_name(rec: Recording, t: int) -> str:
     """A tensor's name; a variable's read goes by the variable's (`w`, not "tensor 16")."""
     info = rec.tensor(t)
     maker = rec.op(info.producer) if info is not None and info.producer is not None else None
@@ -147,3 +147,21 @@ def summary(cmp, names: tuple) -> list:
         lines.append(f"gradient of `{g.source}` at line {g.line_a}: {change}"
                      + (f"; None because {reason}" if reason else ""))
     return lines
+
+
+def first_lines(cmp, names: tuple) -> list:
+    """The first divergent op on each side: its op id, line and value, as the inspector shows them."""
+    row = cmp.first_row()
+    if row is None:
+        return []
+    out = []
+    for name, rec, op_id, t, line in ((names[0], cmp.a, row.a, row.tensor_a, row.line_a),
+                                      (names[1], cmp.b, row.b, row.tensor_b, row.line_b)):
+        if op_id is None:
+            out.append(f"{name}: no such op")
+            continue
+        said = f"{name}: {row.op} (op {op_id}, line {line})"
+        if t is not None:
+            said += f" = {tensor_value(rec, t)}"
+        out.append(said)
+    return out

@@ -12,7 +12,7 @@ from typing import Optional
 from ..draw.graph import group_key
 from ..recording import Recording
 from . import numbers, steps
-from .gradients import GradRow, flow_map, match_calls
+from .gradients import flow_map, match_calls
 
 SAME, DIFFERS, ADDED, REMOVED = "same", "differs", "added", "removed"
 RTOL = 1e-5
