@@ -117,6 +117,17 @@ def ring(fig: go.Figure, G: nx.DiGraph, pos: dict, marked: dict, first: Optional
                            bgcolor="rgba(255,255,255,0.85)", bordercolor=BROKEN)
 
 
+def mark_picked(fig: go.Figure, G: nx.DiGraph, pos: dict, node: str) -> None:
+    """The node picked on either chart, ringed on both (its match on the other)."""
+    if node not in pos:
+        return
+    fig.add_trace(go.Scatter(x=[pos[node][0]], y=[pos[node][1]], mode="markers", name="picked",
+                             hoverinfo="skip", customdata=[node],
+                             marker=dict(symbol="circle-open", color=figures.CURRENT,
+                                         size=2 * place.radius(G, node) + 34,
+                                         line=dict(width=4, color=figures.CURRENT))))
+
+
 def side_by_side(cmp, names: tuple, sentence: str, width: int = 1400, height: int = 560) -> go.Figure:
     """One figure of both sides (a notebook's `tapeviz.figure(a, compare=b)`), the sentence
     as its title."""

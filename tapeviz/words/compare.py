@@ -149,6 +149,16 @@ def summary(cmp, names: tuple) -> list:
     return lines
 
 
+def mark_words(row, what: str, names: tuple) -> Optional[str]:
+    """A row's mark in words: "value NaN in step 1", "gradient None in A"; None for none."""
+    mark, side = (row.value_mark, row.value_side) if what == "value" else (row.grad_mark, row.grad_side)
+    if mark is None or mark == "no value":
+        return None
+    said = {"nan": "NaN", "inf": "Inf", "none": "None", "shape": "a new shape"}.get(mark, mark)
+    where = names[0] if side == "a" else names[1] if side == "b" else "one side"
+    return f"{what} {said} in {where}" if mark != "shape" else f"{what} has {said}"
+
+
 def first_lines(cmp, names: tuple) -> list:
     """The first divergent op on each side: its op id, line and value, as the inspector shows them."""
     row = cmp.first_row()
