@@ -41,6 +41,7 @@ class CompareState:
     problem: Optional[str] = None             # why the opened file or the steps cannot be compared
     picked: Optional[tuple] = None            # (side "a" | "b", op id) picked on either chart
     _memo: dict = field(default_factory=dict)
+    _scrolled: Optional[Pair] = None          # the pair last brought into view
 
     def noticed(self, rec: Optional[Recording]) -> None:
         """A new recording on the page: the one it replaces becomes the previous run."""
@@ -87,6 +88,12 @@ class CompareState:
             self._memo[key] = Pair(a, b, names, cmp, words.divergence(cmp, names))
         self.problem = None if choice != OPENED else self.problem
         return self._memo[key]
+
+    def scroll_due(self, pair: Pair) -> bool:
+        """Whether this pair is drawn for the first time (the page then brings it into view)."""
+        due = self._scrolled is not pair
+        self._scrolled = pair
+        return due
 
     def pick(self, side: str, op_id: Optional[int]) -> None:
         self.picked = (side, op_id) if op_id is not None else None

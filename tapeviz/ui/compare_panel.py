@@ -64,7 +64,7 @@ def show(where, rec) -> None:
     if pair is None:
         return
     cmp = pair.comparison
-    with where.container(border=True):
+    with where.container(border=True, key="compare_view"):
         st.markdown("**Compared:** " + literal(pair.sentence, 600))
         window = viewport.window_width() or 1280
         half = max(360, (window - PAGE_PAD) // 2)
@@ -76,15 +76,33 @@ def show(where, rec) -> None:
                    + " Rings: green matches, orange differs past rtol, red NaN, Inf or None on one "
                      "side, purple only on that side; click a node to see its match.")
         _both_values(cs, pair)
+    if cs.scroll_due(pair):
+        _scroll_to_pair()
+
+
+def _scroll_to_pair() -> None:
+    """A pair just chosen (the chooser sits below the fold at 1280x720): bring both charts
+    into view. Plotly draws after this script runs, so it waits for the charts."""
+    st.html("""<script>(function find(tries) {
+        const doc = window.parent.document, box = doc.querySelector('.st-key-compare_view');
+        const charts = box ? box.querySelectorAll('.js-plotly-plot') : [];
+        if (charts.length < 2 && tries > 0) return setTimeout(() => find(tries - 1), 200);
+        if (!box) return;
+        box.scrollIntoView({block: 'start'});
+        let pane = box.parentElement;    // then out from under the page's sticky header
+        while (pane && pane.scrollHeight <= pane.clientHeight + 1) pane = pane.parentElement;
+        (pane || window.parent).scrollBy(0, -72);
+    })(40);</script>""", unsafe_allow_javascript=True)
 
 
 def _chart(column, cs, pair, side: str, rec, name: str, size: tuple) -> None:
     picked_a, picked_b = cs.picked_ops(pair)
-    G, pos, fig = compare_figures.side_figure(rec, pair.comparison, side, name, size=size)
+    G, pos, fig = compare_figures.side_figure(rec, pair.comparison, side, None, size=size)
     ring_at = compare_figures.node_of_op(G).get(picked_a if side == "a" else picked_b)
     if ring_at is not None and cs.picked is not None:
         compare_figures.mark_picked(fig, G, pos, ring_at)
-    fig.update_layout(legend=dict(font=dict(size=11)))
+    fig.update_layout(showlegend=False, margin=dict(t=10))   # the caption under both says the rings
+    column.markdown(f"**{literal(name, 80)}**")
     chosen = column.plotly_chart(fig, key=f"compare_chart_{side}", on_select="rerun", selection_mode="points",
                                  height=fig.layout.height, config={"displaylogo": False, "scrollZoom": True})
     points = ((chosen or {}).get("selection") or {}).get("points") or []
