@@ -96,29 +96,24 @@ def op_key(rec: Recording, op) -> tuple:
 def aligned(rec_a: Recording, ops_a: list, rec_b: Recording, ops_b: list) -> list:
     """[(op of A or None, op of B or None)] in execution order: equal keys matched, and in a
     block that changed, ops of one phase and type matched in order (an edited line's ops)."""
-    keys_a = [op_key(rec_a, op) for op in ops_a]
-    keys_b = [op_key(rec_b, op) for op in ops_b]
-    pairs = []
-    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            pairs.extend(zip(ops_a[i1:i2], ops_b[j1:j2]))
-        elif tag == "replace":
-            pairs.extend(_loose(ops_a[i1:i2], ops_b[j1:j2]))
-        else:
-            pairs.extend((op, None) for op in ops_a[i1:i2])
-            pairs.extend((None, op) for op in ops_b[j1:j2])
-    return pairs
+    return _align(ops_a, ops_b, lambda rec: lambda op: op_key(rec, op), (rec_a, rec_b), _loose)
 
 
 def _loose(ops_a: list, ops_b: list) -> list:
     """A changed block's ops matched by phase and type alone, the rest on one side."""
-    keys_a = [(op.phase, op.function or op.type) for op in ops_a]
-    keys_b = [(op.phase, op.function or op.type) for op in ops_b]
+    return _align(ops_a, ops_b, lambda rec: lambda op: (op.phase, op.function or op.type), (None, None), None)
+
+
+def _align(ops_a: list, ops_b: list, key, recs: tuple, changed) -> list:
+    """Two op sequences aligned by their keys; a replaced block goes to `changed`, or when
+    None, its ops on one side each."""
+    keys_a, keys_b = list(map(key(recs[0]), ops_a)), list(map(key(recs[1]), ops_b))
     out = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes():
         if tag == "equal":
             out.extend(zip(ops_a[i1:i2], ops_b[j1:j2]))
+        elif tag == "replace" and changed is not None:
+            out.extend(changed(ops_a[i1:i2], ops_b[j1:j2]))
         else:
             out.extend((op, None) for op in ops_a[i1:i2])
             out.extend((None, op) for op in ops_b[j1:j2])
