@@ -86,6 +86,9 @@ def test_eager_against_tf_function(runs):
     loss = next(r for r in cmp.rows if r.op == "Sum")
     assert eager.tensor(loss.tensor_a).value == pytest.approx(ref["loss"])
     assert loss.value_mark == numbers.NO_VALUE and not loss.breaks()
+    # the compiled call's own outputs have values: they equal the eager run's `loss` and `g`
+    results = {r["name"]: r for r in cmp.results}
+    assert (results["loss"]["diff"], results["loss"]["mark"]) == (0.0, None) and "g" in results
     grad = next(g for g in cmp.gradients if g.source == "w")
     assert numbers.flat(eager.tensor(grad.grad_a).value) == pytest.approx(numbers.flat(ref["grad"]))
 

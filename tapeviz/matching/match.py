@@ -68,6 +68,8 @@ class Comparison:
     first: Optional[int] = None      # index in rows of the first divergence, or None
     first_numeric: Optional[int] = None   # ... of the first op past rtol by number alone
     counts: dict = field(default_factory=dict)
+    results: list = field(default_factory=list)   # a tf.function call on one side: its outputs
+                                                   # against the other side's tensors of that name
 
     @property
     def differ(self) -> bool:
@@ -140,6 +142,36 @@ def compare(a: Recording, b: Recording, rtol: float = RTOL, step_a: Optional[int
     out.first = first_divergence(rows, out.first_numeric)
     for r in rows:
         out.counts[r.status] = out.counts.get(r.status, 0) + 1
+    out.results = function_results(a, part_a.ops, b, part_b.ops, rows)
+    return out
+
+
+def function_results(a: Recording, ops_a: list, b: Recording, ops_b: list, rows: list) -> list:
+    """A tf.function called on one side only (the other ran its ops eagerly): each named
+    output against the newest tensor of that name on the other side, [{function, name,
+    diff, mark}], so an eager run and its compiled one are compared by their results."""
+    out = []
+    for row in rows:
+        if row.status not in (ADDED, REMOVED):
+            continue
+        here, there, ops = (a, b, ops_b) if row.status == REMOVED else (b, a, ops_a)
+        op = here.op(row.a if row.status == REMOVED else row.b)
+        if op is None or not op.function:
+            continue
+        named = {}
+        for other in ops:
+            for t in other.outputs:
+                info = there.tensor(t)
+                if info is not None and info.name:
+                    named[info.name] = info
+        for t in op.outputs:
+            info = here.tensor(t)
+            match_ = named.get(info.name) if info is not None and info.name else None
+            if match_ is None:
+                continue
+            pair = (match_, info) if row.status == ADDED else (info, match_)
+            diff, mark = numbers.tensors_apart(*pair)
+            out.append({"function": op.function, "name": info.name, "diff": diff, "mark": mark})
     return out
 
 

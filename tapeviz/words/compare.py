@@ -133,6 +133,13 @@ def summary(cmp, names: tuple) -> list:
     lines = [f"{len(cmp.rows)} ops: {c.get('same', 0)} match, {c.get('differs', 0)} differ past "
              f"rtol {cmp.rtol:g}, {c.get(REMOVED, 0)} only in {names[0]}, {c.get(ADDED, 0)} only "
              f"in {names[1]}."]
+    for r in getattr(cmp, "results", []):
+        told = r["mark"] or f"max relative difference {number_text(r['diff'], 2)}"
+        lines.append(f"`{r['function']}`'s result `{r['name']}` against the other side's: {told}")
+    blind = sum(1 for r in cmp.rows if r.value_mark == "no value")
+    if blind:
+        lines.append(f"{blind} matched ops have no value on one side (a tf.function's traced graph "
+                     f"keeps shapes, not values): matched by place, not by number.")
     for g in cmp.gradients:
         if not g.beyond(cmp.rtol):
             continue
