@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served
+from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served, settle
 from compare_runs import FLOWING, NAN_LOOP, STOPPED, line_of, record
 
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium, recordings by the worker
@@ -26,8 +26,7 @@ def viewer(path):
 
 
 def choose(page, choice):
-    page.wait_for_selector(".js-plotly-plot", timeout=WAIT_MS)
-    page.wait_for_timeout(2500)
+    settle(page, WAIT_MS)
     expander = page.locator("[data-testid='stExpander']", has_text="Compare with…")
     expander.scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
@@ -37,6 +36,7 @@ def choose(page, choice):
     page.wait_for_timeout(800)
     box.click()
     page.get_by_role("option", name=choice).click()
+    page.wait_for_timeout(1500)       # the choice's rerun, before anything else is done
 
 
 def both_charts_in_view(page, size):
@@ -62,7 +62,7 @@ def test_two_steps_of_a_run_that_turns_nan(recordings, size):
         page.goto(url)
         choose(page, "another step of this run")
         text = both_charts_in_view(page, size)
-        page.screenshot(path=screenshot_path(f"compare_steps_{size[0]}x{size[1]}"))
+        page.screenshot(path=screenshot_path(f"compare_steps_{size[0]}x{size[1]}.png"))
         assert f"step 1 turns NaN at line {line_of(NAN_LOOP, 'tf.math.log')}" in text
         assert "step 0" in text and "step 1" in text
         assert_no_exception(page)
@@ -74,9 +74,10 @@ def test_an_opened_recording_after_removing_a_stop_gradient(recordings):
         page.goto(url)
         choose(page, "an opened recording")
         uploader = page.locator("[data-testid='stFileUploader']", has_text="to compare with")
+        uploader.wait_for(timeout=30_000)
         uploader.locator("input[type=file]").set_input_files(str(recordings["flowing"]))
         text = both_charts_in_view(page, size)
-        page.screenshot(path=screenshot_path("compare_opened_1600x1000"))
+        page.screenshot(path=screenshot_path("compare_opened_1600x1000.png"))
         assert f"removed tf.stop_gradient at line {line_of(STOPPED, 'tf.stop_gradient')}" in text.replace("`", "")
         assert "StopGradient" in text
         assert_no_exception(page)
