@@ -42,6 +42,7 @@ class CompareState:
     picked: Optional[tuple] = None            # (side "a" | "b", op id) picked on either chart
     _memo: dict = field(default_factory=dict)
     _scrolled: Optional[Pair] = None          # the pair last brought into view
+    _clicked: dict = field(default_factory=dict)   # side -> the node its chart last selected
 
     def noticed(self, rec: Optional[Recording]) -> None:
         """A new recording on the page: the one it replaces becomes the previous run."""
@@ -49,7 +50,7 @@ class CompareState:
             return
         if self.seen is not None:
             self.previous = self.seen
-        self.seen, self.picked = rec, None
+        self.seen, self.picked, self._clicked = rec, None, {}
 
     def choices(self, rec: Recording) -> list:
         """What this recording can be compared with, in the chooser's order."""
@@ -94,6 +95,12 @@ class CompareState:
         due = self._scrolled is not pair
         self._scrolled = pair
         return due
+
+    def new_click(self, side: str, node: str) -> bool:
+        """Whether `node` is a new selection on chart `side` (not the one it kept)."""
+        new = self._clicked.get(side) != node
+        self._clicked[side] = node
+        return new
 
     def pick(self, side: str, op_id: Optional[int]) -> None:
         self.picked = (side, op_id) if op_id is not None else None

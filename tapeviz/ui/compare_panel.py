@@ -106,14 +106,27 @@ def _chart(column, cs, pair, side: str, rec, name: str, size: tuple) -> None:
     chosen = column.plotly_chart(fig, key=f"compare_chart_{side}", on_select="rerun", selection_mode="points",
                                  height=fig.layout.height, config={"displaylogo": False, "scrollZoom": True})
     points = ((chosen or {}).get("selection") or {}).get("points") or []
-    if points:
-        node = str(points[0].get("customdata"))
-        op_id = G.nodes[node].get("ref") if node in G else None
-        members = G.nodes[node].get("members") if node in G else None
-        op_id = op_id if op_id is not None else (members[0] if members else None)
+    # Act on a chart's selection only when it changed: the other chart's older one stays
+    # in its widget, and must not take the pick back.
+    clicked = str(points[0].get("customdata")) if points else None
+    if clicked is not None and cs.new_click(side, clicked):
+        op_id = _op_of(rec, G, clicked)
         if op_id is not None and cs.picked != (side, op_id):
             cs.pick(side, op_id)
             st.rerun()
+
+
+def _op_of(rec, G, node: str):
+    """The op a clicked node stands for: its own, a fold's or group's first, a tensor's producer."""
+    if node not in G:
+        return None
+    data = G.nodes[node]
+    if data.get("kind") == "tensor":
+        info = rec.tensor(data.get("ref")) if data.get("ref") is not None else None
+        return info.producer if info is not None else None
+    if data.get("ref") is not None:
+        return data["ref"]
+    return (data.get("members") or [None])[0]
 
 
 def _both_values(cs, pair) -> None:
