@@ -78,9 +78,24 @@ def marks(cmp, side: str, G: nx.DiGraph) -> dict:
 
 
 def first_node(cmp, side: str, G: nx.DiGraph) -> Optional[str]:
+    """The node of the first divergent op on this side; for an op the side does not have
+    (removed, or added on the other), the node of the next op it does have: where it would be."""
+    if cmp.first is None:
+        return None
+    where = node_of_op(G)
+    for row in cmp.rows[cmp.first:]:
+        op_id = getattr(row, side)
+        if op_id is not None and op_id in where:
+            return where[op_id]
+    return None
+
+
+def callout_text(cmp, side: str) -> str:
     row = cmp.first_row()
-    op_id = getattr(row, side) if row is not None else None
-    return node_of_op(G).get(op_id) if op_id is not None else None
+    if row is not None and getattr(row, side) is None:
+        gone = "removed" if side == "b" else "added"
+        return f"<b>first divergence</b>: {row.op} {gone} before this"
+    return "<b>first divergence</b>"
 
 
 def side_figure(rec, cmp, side: str, title: str, size: Optional[tuple] = None,
@@ -91,11 +106,12 @@ def side_figure(rec, cmp, side: str, title: str, size: Optional[tuple] = None,
     G = graph.build(rec, view)
     pos = layout.layered(G)
     fig = figures.op_graph(G, pos, view=view, title=title, size=size)
-    ring(fig, G, pos, marks(cmp, side, G), first_node(cmp, side, G))
+    ring(fig, G, pos, marks(cmp, side, G), first_node(cmp, side, G), callout_text(cmp, side))
     return G, pos, fig
 
 
-def ring(fig: go.Figure, G: nx.DiGraph, pos: dict, marked: dict, first: Optional[str]) -> None:
+def ring(fig: go.Figure, G: nx.DiGraph, pos: dict, marked: dict, first: Optional[str],
+         callout: str = "<b>first divergence</b>") -> None:
     """Rings of difference over the nodes, one trace per colour (its legend entry), and the
     first divergence's callout."""
     for colour in (MATCHED, PAST, ALONE, BROKEN):
@@ -112,7 +128,7 @@ def ring(fig: go.Figure, G: nx.DiGraph, pos: dict, marked: dict, first: Optional
         fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name="first divergence", hoverinfo="skip",
                                  customdata=[first], marker=dict(symbol="circle-open", color=BROKEN,
                                  size=2 * place.radius(G, first) + 26, line=dict(width=5, color=BROKEN))))
-        fig.add_annotation(x=x, y=y, text="<b>first divergence</b>", showarrow=True, arrowhead=2,
+        fig.add_annotation(x=x, y=y, text=callout, showarrow=True, arrowhead=2,
                            arrowcolor=BROKEN, ax=0, ay=-48, font=dict(color=BROKEN, size=15),
                            bgcolor="rgba(255,255,255,0.85)", bordercolor=BROKEN)
 
