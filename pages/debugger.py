@@ -10,7 +10,7 @@ import streamlit as st
 
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
-from tapeviz.ui import editor, frame, mode, panels, session
+from tapeviz.ui import compare_panel, editor, frame, mode, panels, session
 from tapeviz.ui.live_panel import LivePanel
 from tapeviz.words import hints, notes, values
 from tapeviz.words.markdown import literal
@@ -118,10 +118,12 @@ with left:
             st.error(state.open_problem)
     if state.opened_name:
         st.caption(notes.opened_caption(state.opened_name, state.rec))
+    compare_panel.chooser(state.rec)     # "Compare with…": the previous run, a step, a file
 
 if state.url_problem:
     top.warning(state.url_problem)
 rec = state.rec
+compare_panel.show(top, rec)             # the chosen pair side by side, over the page
 
 
 def draw_editor():

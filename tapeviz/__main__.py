@@ -10,6 +10,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from .matching import cli as compare_cli
 from .live_output import LiveOutput
 from .server import runner
 from .server.hosted import SandboxUnavailable
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         train_cli = None
     if train_cli is not None:
         train_cli.add_parser(commands)
+    compare_cli.add_parsers(commands)
     return parser
 
 
@@ -316,6 +318,8 @@ def main(argv=None) -> int:
         return record_main(args)
     if args.command == "view":
         return view_main(args)
+    if args.command in compare_cli.COMMANDS:
+        return compare_cli.main(args)
     from .worker import train_cli
     return train_cli.main(args)
 

@@ -96,6 +96,7 @@ ROOMS_MAY_NOT_IMPORT = {
     "draw": ("state", "ui", "server", "worker"),
     "state": ("ui", "worker"),
     "server": ("draw", "state", "ui", "words", "worker"),
+    "matching": ("state", "ui", "server", "worker"),
 }
 
 
