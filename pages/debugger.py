@@ -25,7 +25,12 @@ st.html("""<style>
 .st-key-viewport {display: none;}   /* the window's reporter (ui/viewport.py) */
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
-    st.html("<style>html {font-size: 125%;}</style>")
+    # Streamlit sizes markdown, alerts and captions in its own px: they grow by name, wrapping
+    st.html("""<style>html {font-size: 125%;}
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+[data-testid="stAlertContainer"] p, [data-testid="stCaptionContainer"] {font-size: 1.1rem;
+    line-height: 1.4; overflow-wrap: break-word; white-space: normal;}
+[data-testid="stButton"] p, [data-testid="stPopoverButton"] p {font-size: 1rem; overflow-wrap: normal;}</style>""")
 state = debugger.of(st.session_state)
 
 

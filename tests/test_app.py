@@ -250,3 +250,24 @@ def test_a_program_without_a_tape_shows_what_it_printed_beside_its_sentence(name
     kind, text = seq[sentence + 1]
     assert kind == "code" and text.strip() == printed.as_shown(state(at).rec.stdout).strip()
     assert sentence + 1 < chart
+
+
+UNWATCHED_SECOND = pathlib.Path(__file__).with_name("programs").joinpath("unwatched_second_tape.py").read_text()
+
+
+def showing(at):
+    return next(p.proto.popover.label for p in at.get("popover") if "Showing" in p.proto.popover.label)
+
+
+def test_the_view_switches_show_the_state_the_graph_is_drawn_with():
+    # the graph opens with loops folded: the switch says so, and its first click unfolds
+    at = typed(UNWATCHED_SECOND)
+    assert at.toggle(key="fold").value is True and state(at).rec is not None
+    calls = {c.line for tp in state(at).rec.tapes for c in tp.gradients}
+    assert calls == {7, 11}
+    # the None callout names line 11's call: the graph opens on it, and stays on it
+    assert "line 11" in texts(at.error) and "line 11" in showing(at)
+    at.toggle(key="backward").set_value(True).run()
+    assert at.session_state["view"] == "call:1:0" and "line 11" in showing(at), showing(at)
+    at.toggle(key="fold").set_value(False).run()
+    assert at.session_state["fold"] is False and "line 11" in showing(at)

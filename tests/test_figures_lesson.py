@@ -87,8 +87,8 @@ def test_wxb_shows_each_variables_gradient_on_its_node():
     _, _, fig = drawn(rec, tape=1, call=0)
     variables = trace(fig, "variables")
     text = dict(zip(variables.customdata, variables.text))
-    assert text[t(ids["w"])] == "w = 2<br>grad " + values.short_value(rec.tensor(ids["dw"]))
-    assert text[t(ids["b"])].startswith("b = 1<br>grad ")
+    assert text[t(ids["w"])] == "w = 2.0<br>grad " + values.short_value(rec.tensor(ids["dw"]))
+    assert text[t(ids["b"])].startswith("b = 1.0<br>grad ")
 
 
 def test_a_big_sources_gradient_is_its_norm():
@@ -97,7 +97,7 @@ def test_a_big_sources_gradient_is_its_norm():
     dw.shape = [10, 10]
     dw.stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
     G = graph.build(rec, View(tape=1, call=0))
-    assert G.nodes[t(ids["w"])]["label"] == "w = 2\nsize of grad 10"
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2.0\nsize of grad 10.0"
 
 
 def test_large_text_is_at_least_16_px_and_still_without_overlaps():

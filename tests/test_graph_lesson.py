@@ -45,21 +45,21 @@ def test_a_few_repeats_stay_unfolded():
 def test_labels_carry_the_value_and_the_exact_gradient_of_each_source():
     rec, ids = wxb()
     G = graph.build(rec, View(tape=1, call=0))
-    assert G.nodes[t(ids["w"])]["label"] == "w = 2\ngrad " + values.short_value(rec.tensor(ids["dw"]))
-    assert G.nodes[t(ids["x"])]["label"] == "x = 3\ngrad None"
-    assert G.nodes[t(ids["z"])]["label"] == "z\ngrad 1"     # the target; z has no recorded value here
-    assert G.nodes[t(ids["wx"])]["label"].endswith("size of grad 1")
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2.0\ngrad " + values.short_value(rec.tensor(ids["dw"]))
+    assert G.nodes[t(ids["x"])]["label"] == "x = 3.0\ngrad None"
+    assert G.nodes[t(ids["z"])]["label"] == "z\ngrad 1.0"     # the target (float32); z has no recorded value here
+    assert G.nodes[t(ids["wx"])]["label"].endswith("size of grad 1.0")
     # without a call, only values
-    assert graph.build(rec, View(tape=1)).nodes[t(ids["w"])]["label"] == "w = 2"
+    assert graph.build(rec, View(tape=1)).nodes[t(ids["w"])]["label"] == "w = 2.0"
 
 
 def test_big_tensors_show_shape_and_norm():
     b = Builder()
     big = b.tensor("h", shape=(10, 10))
     b.rec.tensor(big).stats = Stats(min=-1.0, max=1.0, mean=0.0, std=1.0)
-    assert values.short_value(b.rec.tensor(big)) == "10×10, size 10"     # sqrt(100 * (0 + 1))
+    assert values.short_value(b.rec.tensor(big)) == "10×10, size 10.0"     # a float norm keeps its point: sqrt(100 * (0 + 1))
     small = b.tensor("v", shape=(3,), value=[1.0, 2.5, 3.0])
-    assert values.short_value(b.rec.tensor(small)) == "[1, 2.5, 3]"
+    assert values.short_value(b.rec.tensor(small)) == "[1., 2.5, 3.]"     # as NumPy prints np.float32([1, 2.5, 3])
 
 
 def test_x_times_x_is_one_edge_counting_two_inputs():
@@ -133,7 +133,7 @@ def test_a_converted_python_input_says_its_value_not_its_shape():
     lit = b.tensor(kind="constant", shape=(1, 1), value=[[2.0]])   # tf.matmul(w, [[2.]])
     b.op("MatMul", [b.read(w), lit], name="y", line=3)
     G = graph.build(b.rec)
-    assert G.nodes[t(lit)]["label"] == "[[2]]"
+    assert G.nodes[t(lit)]["label"] == "[[2.]]"
 
 
 def test_a_loops_per_step_tensors_between_layers_draw_as_the_newest_times_n():
@@ -165,19 +165,19 @@ def test_small_flow_gradients_are_labelled_with_their_signed_values():
     call.flow = [FlowEntry(ids["w"], 6.0, -6.0), FlowEntry(ids["wx"], 2.0, -2.0),
                  FlowEntry(ids["z"], 1.0, 1.0), FlowEntry(ids["u"], 2.5, [[-1.5], [2.0]])]
     G = graph.build(rec, View(tape=1, call=0, fold=False))
-    assert G.nodes[t(ids["wx"])]["grad_text"] == "grad -2"
-    assert G.nodes[t(ids["z"])]["grad_text"] == "grad 1"
+    assert G.nodes[t(ids["wx"])]["grad_text"] == "grad -2.0"
+    assert G.nodes[t(ids["z"])]["grad_text"] == "grad 1.0"
     # a source keeps its exact gradient from the call's results, not the flow
     assert G.nodes[t(ids["w"])]["grad_text"] == "grad " + values.short_value(rec.tensor(ids["dw"]))
     # a recording from before the field: the norm in words, as before
     call.flow = [FlowEntry(ids["wx"], 2.0)]
-    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2"
+    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 2.0"
 
 
 def test_a_big_flow_value_is_said_as_its_size():
     rec, ids = wxb()
     rec.tapes[0].gradients[0].flow = [FlowEntry(ids["wx"], 5.0, [1.0, -2.0, 2.0, -2.0, 2.0])]
-    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5"
+    assert graph.build(rec, View(tape=1, call=0)).nodes[t(ids["wx"])]["grad_text"] == "size of grad 5.0"
 
 
 def two_steps():
@@ -232,9 +232,9 @@ def test_a_tf_function_call_shows_its_input_variables_value_and_only_its_result(
                                 line=14, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dx)],
                                 flow=[FlowEntry(x, 8.0, 8.0), FlowEntry(y, 1.0, 1.0)])]))
     G = graph.build(b.rec, View(tape=1, call=0))
-    assert G.nodes[t(x)]["label"] == "x = 3\ngrad 8"
-    assert sorted(d["label"] for n, d in G.nodes(data=True) if d["kind"] == "tensor") == ["x = 3\ngrad 8",
-                                                                                         "y = 15\ngrad 1"]
+    assert G.nodes[t(x)]["label"] == "x = 3.0\ngrad 8.0"
+    assert sorted(d["label"] for n, d in G.nodes(data=True) if d["kind"] == "tensor") == ["x = 3.0\ngrad 8.0",
+                                                                                         "y = 15.0\ngrad 1.0"]
 
 
 def test_fizzbuzzs_range_is_named_as_written():

@@ -229,7 +229,7 @@ def test_every_call_of_a_tape_on_one_target_is_one_picture():
     assert {"call:1:0", "call:1:1", "call:1:2"} <= set(choices), "each call still on its own"
     G = graph.build(rec, View(tape=1, call=graph.ALL_CALLS))
     grads = {G.nodes[t(ids[n])]["grad_text"] for n in ("w", "b", "x")}
-    assert grads == {"grad 3", "grad 1", "grad None"}
+    assert grads == {"grad 3.0", "grad 1.0", "grad None"}
     assert "not watched" in G.nodes[t(ids["x"])]["none_reason"]
     flow = gradient_flow.flow_norms(rec, 1, graph.ALL_CALLS, G)
     assert flow[t(ids["w"])] == 3.0 and flow[t(ids["z"])] == 1.0
@@ -277,8 +277,8 @@ def test_a_persistent_tapes_other_answers_are_in_the_sentence():
                             GradientCall(line=10, kind="gradient", target=[z], sources=[x], results=[GradResult(x, dz)]),
                             GradientCall(line=11, kind="gradient", target=[y], sources=[x], results=[GradResult(x, dy)])])]
     said = view.sentence(b.rec, view.default_view(b.rec))
-    assert "the gradient of `y` gives `x`: grad 6" in said
-    assert "the same tape gives `x`: grad 108 (of `z`, line 10)" in said
+    assert "the gradient of `y` gives `x`: grad 6\\.0" in said
+    assert "the same tape gives `x`: grad 108\\.0 (of `z`, line 10)" in said
     # a tape asked once says nothing more
     b.rec.tapes[0].gradients.pop()
     assert "same tape" not in view.sentence(b.rec, "call:0:0")
@@ -330,13 +330,13 @@ def test_a_jacobian_says_its_matrix_not_its_norm():
                                                FlowEntry(y, 1.732, [1.0, 1.0, 1.0])])])]
     said = view.sentence(b.rec, "call:0:0")
     assert said.endswith("the jacobian of `y` with respect to `x` is "
-                         + markdown.literal("[[2, 0, 0], [0, 4, 0], [0, 0, 6]]") + "."), said
+                         + markdown.literal("[[2., 0., 0.], [0., 4., 0.], [0., 0., 6.]]") + "."), said
     G = graph.build(b.rec, View(tape=0, call=0))
     assert G.nodes[t(x)]["grad_text"] == "jacobian 3×3"
     # y's own d sum(y)/dy is all ones, which read as y's gradient or the jacobian: not drawn;
     # between x and y the flow is said for what it is, and the legend says so too
     assert "grad" not in G.nodes[t(y)]["label"] and G.nodes[t(y)]["grad_text"] is None
-    assert G.nodes[t(h)]["grad_text"] == "grad of sum(y) [1, 1, 1]"
+    assert G.nodes[t(h)]["grad_text"] == "grad of sum(y) [1., 1., 1.]"
     legend = view.legend_text(b.rec, "call:0:0")
     assert "sum(y)" in legend.replace("\\", "") and "jacobian" in legend
 
@@ -366,7 +366,7 @@ def test_the_nested_tapes_sentence_is_read_off_the_recording():
     said = view.sentence(rec, "call:0:0")
     assert said == ("The inner tape `inner_tape` recorded " + markdown.literal("y = x·x·x")
                     + "; the outer tape `outer_tape` recorded the inner gradient's ops, so "
-                    + markdown.literal("d²y/dx² = 9 at x = 1.5") + ".")
+                    + markdown.literal("d²y/dx² = 9.0 at x = 1.5") + ".")
     # the inner call alone is no second derivative: the plain sentence
     assert view.sentence(rec, "call:1:0").startswith("`inner_tape`, inside `outer_tape` recorded")
 

@@ -140,7 +140,8 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
                 elif t in signed:
                     lines.append(f"{grad} " + numbers_text(signed[t]))
                 elif t in targets and info is not None and not info.shape and t in norms:
-                    lines.append("grad 1")     # d target / d target, for a scalar target
+                    # d target / d target, for a scalar target: 1 in the target's own dtype
+                    lines.append("grad " + numbers_text(1.0 if _floating(info.dtype) else 1, dtype=info.dtype))
                 elif t in norms:
                     lines.append(norm_words(grad, norms[t]))
             if data.get("stacked"):
@@ -153,6 +154,10 @@ def _value_labels(G: nx.DiGraph, rec: Recording, call: Optional[GradientCall], a
         elif data["kind"] == REPEAT and data.get("range", (None, None))[0] is not None:
             low, high = data["range"]
             data["label"] += "\n" + (number_text(low) if low == high else f"{number_text(low)} … {number_text(high)}")
+
+
+def _floating(dtype: str) -> bool:
+    return "float" in dtype or dtype in ("half", "double")
 
 
 def _finish_folds(G: nx.DiGraph, rec: Recording) -> None:
@@ -203,7 +208,7 @@ def _tensor_hover(info, category: str, producer) -> str:
     lines = [f"{title}  ({category.replace('_', ' ')})",
              f"shape {list(info.shape)}  {info.dtype}"]
     if info.value is not None:
-        text = numbers_text(info.value)
+        text = numbers_text(info.value, dtype=info.dtype)
         lines.append("value " + (text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"))
     if info.stats is not None:
         s = info.stats

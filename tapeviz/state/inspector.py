@@ -70,7 +70,7 @@ def _tensor_details(rec: Recording, t: int) -> Details:
     d.facts = [("kind", info.kind + (" (trainable)" if info.trainable else "")),
                ("shape", str(list(info.shape))), ("dtype", info.dtype), ("tensor id", str(t))]
     if info.value is not None:
-        d.value = values.numbers_text(info.value, rows=True)
+        d.value = values.numbers_text(info.value, rows=True, dtype=info.dtype)
     elif info.shape and math.prod(n or 1 for n in info.shape) > VALUE_ELEMENTS:
         d.facts.append(("value", "too large to keep; see its statistics"))
     if info.stats is not None:

@@ -104,7 +104,10 @@ def _view_switches(state, rec: Recording) -> tuple:
                           icon=":material/tune:", width="stretch",
                           help="What to draw: each gradient call, each tape, every op; and how")
     if rec.tapes:
-        key = controls.selectbox("Show", list(choices), format_func=choices.get, key="view")
+        keys = list(choices)     # its default is the view drawn (see _switch): else a switch's
+        now = st.session_state.get("view")     # click sent the first choice and jumped there
+        key = controls.selectbox("Show", keys, index=keys.index(now) if now in keys else 0,
+                                 format_func=choices.get, key="view")
     else:     # a program with no tape teaches by what it printed: beside the sentence, on arrival
         said, out = st.columns([3, 2]) if rec.stdout.strip() else (st.container(), None)
         said.info(eager_mode.no_tape_sentence(rec))
@@ -122,20 +125,28 @@ def _view_switches(state, rec: Recording) -> tuple:
             pass      # a view that cannot be drawn says so below
     layers = graph.group_keys(rec)
     with controls:
-        fold = st.toggle("Fold loops", key="fold", help="Ops repeated from one line draw as one node.")
-        backward = st.toggle("Backward ops", key="backward", disabled=not calling,
-                             help="The ops the gradient call ran.")
-        path_only = st.toggle("Path only", key="path_only", disabled=not calling,
-                              help="Hide ops the chosen gradient does not flow through.")
-        plumbing = st.toggle("Plumbing", key="plumbing", help=PLUMBING_HELP)
-        group = st.toggle("Layers", key="group", help="One node per Keras layer.") if layers else False
-        legend = st.toggle("Legend", key="legend", help="What each marker's shape and colour mean, over the chart.")
-        expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…")
+        fold = _switch("Fold loops", "fold", True, help="Ops repeated from one line draw as one node.")
+        backward = _switch("Backward ops", "backward", False, disabled=not calling,
+                           help="The ops the gradient call ran.")
+        path_only = _switch("Path only", "path_only", False, disabled=not calling,
+                            help="Hide ops the chosen gradient does not flow through.")
+        plumbing = _switch("Plumbing", "plumbing", False, help=PLUMBING_HELP)
+        group = _switch("Layers", "group", False, help="One node per Keras layer.") if layers else False
+        legend = _switch("Legend", "legend", False, help="What each marker's shape and colour mean, over the chart.")
+        expand = (st.multiselect("Expand layers", layers, key="expand", placeholder="Expand a layer…",
+                                 default=[k for k in st.session_state.get("expand", []) if k in layers])
                   if group and layers else [])
     return key, View(tape=tape, call=call_index, group=group, expand=expand, unfold=state.unfold,
                      path_only=bool(path_only and calling), fold=fold, plumbing=plumbing,
                      backward=bool(backward and calling), legend=legend,
                      large_text=bool(st.session_state.get("large_text")))     # the page's Large text switch
+
+
+def _switch(label: str, key: str, default: bool, **kw) -> bool:
+    """A view switch that shows the state the graph is drawn with. Its value is also its
+    drawn default: a state set while the page's run was cut short (a fresh run's folded
+    loops) never reached the browser, which then showed the switch off over folded loops."""
+    return st.toggle(label, value=bool(st.session_state.get(key, default)), key=key, **kw)
 
 
 def _step_slider(rec: Recording, G, key: str, order: list) -> tuple:
@@ -198,7 +209,9 @@ def show_inspector(state, rec: Recording, G, flow) -> None:
     """The picked node: value, statistics, producer, consumers, and its line in the program."""
     st.subheader("Inspect")
     choices = dict(view.node_choices(G, keep=st.session_state.get("pick")))
-    st.selectbox("Node", [None, *choices], key="pick", placeholder="Click a node or pick one…",
+    nodes, now = [None, *choices], st.session_state.get("pick")
+    st.selectbox("Node", nodes, key="pick", placeholder="Click a node or pick one…",
+                 index=nodes.index(now) if now in nodes else 0,
                  format_func=lambda n: "—" if n is None else choices[n])
     node = st.session_state.pick
     if node is None:

@@ -8,6 +8,7 @@ import math
 from typing import Optional
 
 from ..recording import Recording, as_float
+from .numbers import array_text
 
 
 def line_words(rec: Recording, file: Optional[str], line: Optional[int]) -> str:
@@ -78,7 +79,7 @@ def short_value(info) -> str:
     """A tensor in a few characters: its numbers when it has at most 4, else its shape and
     size (the L2 norm, said in words)."""
     if small(info):
-        return numbers_text(info.value)
+        return numbers_text(info.value, dtype=info.dtype)
     norm = norm_of(info)
     if norm is None:
         return shape_text(info.shape)     # nothing known of its value (the bounds dropped it)
@@ -92,7 +93,7 @@ def small(info, most: int = 4) -> bool:
 def value_words(info, most: int = 16) -> Optional[str]:
     """A tensor's numbers for a sentence, which has room for a 3×3 jacobian that a label has
     not; None past `most` numbers."""
-    return numbers_text(info.value) if small(info, most) else None
+    return numbers_text(info.value, dtype=info.dtype) if small(info, most) else None
 
 
 def norm_of(info) -> Optional[float]:
@@ -136,8 +137,9 @@ def shape_text(shape) -> str:
 
 
 def number_text(x, digits: int = 4) -> str:
-    """A recorded number in words: `digits` significant digits for floats, integers whole
-    (a step count of 12345 is not 1.234e+04), nan/inf as Python writes them, "?" unknown."""
+    """A summary number (a norm, a mean, a range's end) in words: `digits` significant digits
+    for floats, which keep their point as Python prints a float ("3.0", not "3"); integers
+    whole (a step count of 12345 is not 1.234e+04); nan/inf as Python writes them; "?" unknown."""
     x = as_float(x)
     if x is None:
         return "?"
@@ -145,21 +147,13 @@ def number_text(x, digits: int = 4) -> str:
         return str(x)
     if isinstance(x, int):
         return str(x)
-    return f"{x:.{digits}g}"
+    text = f"{x:.{digits}g}"
+    return text if any(c in text for c in ".en") else text + ".0"
 
 
-_NON_FINITE = ("nan", "inf", "-inf")     # how the recording writes them (encode_float)
-
-
-def numbers_text(value, rows: bool = False) -> str:
-    """A recorded value as Python prints it: numbers by number_text, lists in brackets (with
-    `rows`, a matrix a row per line, as the inspector shows it), a string tensor's own text
-    quoted. Among strings only the recording's "nan", "inf" and "-inf" are numbers."""
-    if isinstance(value, list):
-        joint = ",\n " if rows and value and all(isinstance(v, list) for v in value) else ", "
-        return "[" + joint.join(numbers_text(v, rows) for v in value) + "]"
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, float)) or value in _NON_FINITE:
-        return number_text(value)
-    return repr(value)
+def numbers_text(value, rows: bool = False, dtype: Optional[str] = None) -> str:
+    """A recorded value as Python prints it (`numbers.array_text`): floats keep their point,
+    `[[4.]]` and `2.0`; lists in brackets (with `rows`, a matrix a row per line, as the
+    inspector shows it); a string tensor's own text quoted. Among strings only the
+    recording's "nan", "inf" and "-inf" are numbers."""
+    return array_text(value, dtype, rows)
