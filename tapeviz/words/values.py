@@ -75,11 +75,17 @@ def grad_size(grad) -> Optional[float]:
     return norm_of(grad)
 
 
+LONG_SCALAR = 7      # characters past which a float scalar's label keeps 5 significant digits
+
+
 def short_value(info) -> str:
     """A tensor in a few characters: its numbers when it has at most 4, else its shape and
     size (the L2 norm, said in words)."""
     if small(info):
-        return numbers_text(info.value, dtype=info.dtype)
+        text = numbers_text(info.value, dtype=info.dtype)
+        if isinstance(info.value, float) and len(text) > LONG_SCALAR:
+            return number_text(info.value, 5)   # a loss's 2.2995503 as 2.2996: the hover has all
+        return text
     norm = norm_of(info)
     if norm is None:
         return shape_text(info.shape)     # nothing known of its value (the bounds dropped it)
