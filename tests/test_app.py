@@ -102,7 +102,7 @@ def test_higher_order_opens_on_the_outer_gradient_and_names_its_tapes():
     said = [str(m.value).replace("\\", "") for m in at.markdown if "recorded" in str(m.value)]
     assert said and "`inner_tape` recorded y = x·x·x" in said[0], texts(at.markdown)
     assert "`outer_tape` recorded the inner gradient's ops" in said[0]
-    assert "d²y/dx² = 6 at x = 1" in said[0]
+    assert "d²y/dx² = 6.0 at x = 1.0" in said[0]
     at = shown.set_value("tape:0").run()
     assert not at.exception
     assert "backward ops of an inner gradient call" in texts(at.caption)

@@ -160,7 +160,7 @@ def test_unwatched_constant_is_explained_unasked(server, page):
     assert any("is None" in a and "watch" in a for a in alerts), alerts
     notes = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot .annotation-text')).map(t => t.textContent)")
     assert any(n.startswith("gradient None") for n in notes), notes
-    assert "x = 10\ngrad None" in chart_labels(page)
+    assert "x = 10.0\ngrad None" in chart_labels(page)
     assert_no_exception(page)
     page.screenshot(path=screenshot_path("debugger_unwatched.png"))
 
@@ -177,7 +177,7 @@ def test_a_program_without_a_tape_says_so_and_shows_no_placeholder(server, page)
     open_code(page, server, NO_TAPE)
     body = page.inner_text("body")
     assert "Choose an option" not in body and "opened no tf.GradientTape" in body.replace("`", "")
-    assert "c = 5" in chart_labels(page)
+    assert "c = 5.0" in chart_labels(page)
     assert_no_exception(page)
 
 

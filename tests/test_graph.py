@@ -40,7 +40,7 @@ def test_categories_labels_and_order():
     assert cat[t(ids["wx"])] == "intermediate"
     assert cat[o(rec, ids["wx"])] == "forward_op"
     assert cat[o(rec, ids["dw"])] == "backward_op"
-    assert G.nodes[t(ids["w"])]["label"] == "w = 2"      # name and value
+    assert G.nodes[t(ids["w"])]["label"] == "w = 2.0"    # name and value (a float keeps its point)
     assert G.nodes[o(rec, ids["z"])]["label"] == "+"       # the Python that made it
     assert "TensorFlow op: AddV2" in G.nodes[o(rec, ids["z"])]["hover"]
     assert G.nodes[t(ids["z"])]["line"] == 4

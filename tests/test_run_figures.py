@@ -58,10 +58,11 @@ def test_vanishing_and_dead_layers_are_marked_as_the_training_page_marks_them():
 def test_figure_view_run_from_a_recordings_json_form():
     rec = recording(n=EARLY_STEPS + 2)
     fig = tapeviz.figure(rec.to_dict(), view="run")
-    norms = {t.name: list(t.y) for t in fig.data if t.name and t.name.endswith("kernel")}
-    assert norms["dense/kernel"][0] == 1.01
+    # a layer's kernel is charted under the layer's name, its bias as "<layer> bias"
+    norms = {t.name: list(t.y) for t in fig.data if t.name}
+    assert norms["dense"][0] == 1.01
     # None (no gradient) is drawn as a gap on the log axis, not as a number
-    assert all(v is None for v in norms["frozen/kernel"])
+    assert all(v is None for v in norms["frozen"])
     assert "12 gradient calls at loop.py line 9" in fig.layout.title.text
     assert not math.isnan(fig.data[0].y[-1])
 
