@@ -132,7 +132,9 @@ def _not_kept(kept: list, opened: int) -> list:
 
 def _ranges(numbers: list, cap: int = 12) -> str:
     """Step numbers (from 0) as a reader counts them, from 1: "steps 4–10, 12 and 15", the
-    first `cap` runs named."""
+    first `cap` runs named; "no steps" for none (a loop ended by os._exit mid-step)."""
+    if not numbers:
+        return "no steps"
     runs: list = []
     for n in numbers:
         if runs and runs[-1][1] == n - 1:
