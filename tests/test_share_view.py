@@ -36,7 +36,7 @@ def test_details_of_a_tensor_name_its_producer_consumers_and_line():
     rec, ids = wxb()
     G = graph.build(rec, View(tape=1, call=0))
     d = inspector.details(rec, G, graph.tensor_node(ids["w"]))
-    assert d.title == "w" and d.value == "2" and d.consumers and d.consumers[0].startswith("Mul")
+    assert d.title == "w" and d.value == "2.0" and d.consumers and d.consumers[0].startswith("Mul")
     x = inspector.details(rec, G, graph.tensor_node(ids["x"]))
     assert any(label == "gradient" and "not watched" in text for label, text in x.facts)
     z = inspector.details(rec, G, graph.tensor_node(ids["z"]))

@@ -206,5 +206,6 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, View(tape=tape, call=call))
     labels = sorted(d["label"] for _, d in G.nodes(data=True) if d["kind"] == "tensor")
-    assert labels == [f"x = 3\ngrad {values.number_text(float(printed['dy_dx']))}",
-                      f"y = {values.number_text(float(printed['y']))}\ngrad 1"]
+    # the float input prints as Python prints it: x = 3.0, and the target's own grad 1.0
+    assert labels == [f"x = 3.0\ngrad {values.number_text(float(printed['dy_dx']))}",
+                      f"y = {values.number_text(float(printed['y']))}\ngrad 1.0"]
