@@ -76,8 +76,8 @@ def test_a_click_on_a_step_of_the_run_opens_that_steps_graph(server):
             "els => els.map(e => e.textContent)")
         # a float32 gradient in its own shortest digits, as NumPy prints it
         import numpy as np
-        assert any(t.startswith("w = ") and t.endswith(f"grad {np.float32(grads[2])}") for t in labels), (grads, labels)
-        assert not any(t.endswith(f"grad {np.float32(grads[4])}") for t in labels), labels
+        assert any(t.startswith("w = ") and t.endswith(f"grad {str(np.float32(grads[2]))}") for t in labels), (grads, labels)
+        assert not any(t.endswith(f"grad {str(np.float32(grads[4]))}") for t in labels), labels
         assert_no_exception(page)
         page.screenshot(path=screenshot_path("run_step_clicked.png"))
 
