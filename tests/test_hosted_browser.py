@@ -55,8 +55,10 @@ def wait_for(condition, seconds: float):
 
 
 def test_closing_the_tab_cancels_its_running_and_queued_runs():
+    # a sleeping program would give its slot way (sleepers.py): here it holds it, so that the
+    # second tab's run waits in line and both runs are live when the tab closes
     env = {"TAPEVIZ_MODE": "hosted", "TAPEVIZ_WARM": "0", "TAPEVIZ_WORKERS": "1",
-           "TAPEVIZ_TIMEOUT_S": "120"}
+           "TAPEVIZ_TIMEOUT_S": "120", "TAPEVIZ_SLEEPERS": "0"}
     with streamlit_server(env) as url, browser_page() as first:
         pid = server_pid(url)
         assert pid is not None
