@@ -147,7 +147,7 @@ def label_overlaps(page) -> list:
 def test_wxb_shows_each_variables_gradient_on_its_node(server, page):
     open_code(page, server, WXB)
     labels = chart_labels(page)
-    assert "w = 2\ngrad 3" in labels and "b = 1\ngrad 1" in labels, labels
+    assert "w = 2.0\ngrad 3.0" in labels and "b = 1.0\ngrad 1.0" in labels, labels   # floats, as printed
     assert "Choose an option" not in page.inner_text("body")
     assert label_overlaps(page) == []
     assert_no_exception(page)
