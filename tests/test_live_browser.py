@@ -89,10 +89,13 @@ def test_a_gan_loops_two_tapes_are_both_charted_live():
     from tapeviz.state import share
     with streamlit_server() as url, browser_page() as page:
         page.goto(f"{url}/?code={share.encode(GAN)}")
-        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-            .filter(t => t.textContent.startsWith('live:')).length == 2""", timeout=WAIT_MS)
+        # Each update redraws the panel, so a loaded machine may be caught with one chart
+        # painted: wait until both calls' charts are on the page at once
+        both = """Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
+            .map(t => t.textContent).filter(t => t.startsWith('live:'))
+            .map(t => t.split(' ').pop()).sort().join(',') == '10,13'"""
+        page.wait_for_function(both, timeout=WAIT_MS)
+        page.screenshot(path=screenshot_path("live_run_gan.png"))
         titles = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
             .map(t => t.textContent).filter(t => t.startsWith('live:'))""")
-        page.wait_for_timeout(2000)
-        page.screenshot(path=screenshot_path("live_run_gan.png"))
-        assert {t.rsplit(" ", 1)[1] for t in titles} == {"10", "13"}, titles
+        assert all("gradient calls so far" in t for t in titles), titles
