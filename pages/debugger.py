@@ -143,6 +143,8 @@ def draw_editor():
                     editor.markers(err.line if err else None, pick, err.message if err else ""))
     if state.job is not None:
         wait_for(state.job, status_area)
+    if state.rec is not rec:    # a script run that a click superseded took the run: draw it
+        st.rerun()
     state.finish_drawing(session.link_runs().age)
     if state.run_status is not None:
         said, outcome = state.run_status

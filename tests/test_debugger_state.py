@@ -243,3 +243,33 @@ def test_a_step_of_the_run_view_opens_its_graph_only_when_its_ops_were_kept():
     assert state.widgets["view"] == f"call:{tape}:0" and "dropped" in state.step_problem
     state.open_step(3)
     assert state.step_problem == "There is no step 3."
+
+
+class StoppedAt(dict):
+    """Session state whose first `pop` raises, as Streamlit stops a superseded script run
+    at a read of session state (a click reruns the page in a new script thread)."""
+    def __init__(self):
+        super().__init__()
+        self.armed = False
+
+    def pop(self, *args):
+        if self.armed:
+            self.armed = False
+            raise KeyboardInterrupt("stopped")     # Streamlit's StopException is a BaseException too
+        return super().pop(*args)
+
+
+def test_a_script_run_stopped_while_taking_the_run_leaves_it_for_the_next():
+    session = StoppedAt()
+    state = debugger.of(session)
+    state.edited("a = 1\n", submitted=True)
+    runner = FakeRunner()
+    job = state.start_run(runner.run_for, runner.cancel)
+    assert job.done.wait(5)
+    session.armed = True
+    try:
+        state.take(job)
+    except KeyboardInterrupt:
+        pass
+    assert state.rec is None and state.job is job     # nothing taken, nothing lost
+    assert state.take(job) and state.rec is not None and state.job is None

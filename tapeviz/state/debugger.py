@@ -162,12 +162,18 @@ class DebuggerState:
         return None
 
     def take(self, job: RunJob) -> bool:
-        """The run is over: its recording becomes the page's, unless Cancel ended it."""
-        self.job = None
+        """The run is over: its recording becomes the page's, unless Cancel ended it.
+
+        The job is let go only once its recording is the page's: Streamlit may stop a script
+        run at any read of session state (a click reruns the page in a new script thread
+        while the old one ends), and a run stopped between the two would lose it."""
         if job.cancelled:
+            self.job = None
             return False
         self.take_recording(job.recorded.recording, job.recorded.data)
         self.drawing = job
+        if self.job is job:
+            self.job = None
         return True
 
     def take_recording(self, rec: Recording, recorded: dict) -> None:
