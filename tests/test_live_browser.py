@@ -24,9 +24,20 @@ for step in range(2000):
 """
 
 
+# The live headlines ("live: 1,234 gradient calls so far, line 10"), one per charted call
+LIVE = """Array.from(document.querySelectorAll("[data-testid='stMarkdownContainer']"))
+    .map(e => e.innerText.trim()).filter(t => t.startsWith('live:'))"""
+# The live charts' drawings (Vega-Lite draws a canvas or an svg) in page order
+DRAWN = """Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']"))
+    .map(c => c.querySelector('canvas, svg')).filter(d => d && d.getBoundingClientRect().height > 0)"""
+
+
 def live_title(page) -> str:
-    return page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-        .map(t => t.textContent).filter(t => t.startsWith('live:')).join('')""")
+    return "".join(page.evaluate(LIVE))
+
+
+def count(title: str) -> int:
+    return int(title.split()[1].replace(",", ""))
 
 
 @pytest.mark.parametrize("viewport", [(1600, 1000), (1280, 720)])
@@ -36,26 +47,31 @@ def test_the_run_view_fills_while_the_program_runs(viewport):
         page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
         start = time.monotonic()
         page.goto(f"{url}/?code={share.encode(LOOP)}")
-        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-            .some(t => t.textContent.startsWith('live:'))""", timeout=WAIT_MS)
+        page.wait_for_function(f"({LIVE}).length == 1 && ({DRAWN}).length == 2", timeout=WAIT_MS)
         first = live_title(page)
         seen_after = time.monotonic() - start
-        page.wait_for_timeout(3000)
+        # Tag the drawn charts: a chart redrawn in place keeps its node, a remounted one
+        # (blank for a moment on a projector) would lose the tag.
+        page.evaluate(f"({DRAWN}).forEach(d => d.dataset.seen = 'first')")
+        page.wait_for_function(f"({LIVE}).length == 1 && "
+                               f"Number(({LIVE})[0].split(' ')[1].replace(/,/g, '')) > {count(first)}",
+                               timeout=WAIT_MS)
+        page.wait_for_timeout(2000)
         later = live_title(page)
+        kept = page.evaluate(f"({DRAWN}).map(d => d.dataset.seen || 'new')")
         page.screenshot(path=screenshot_path(f"live_run_{viewport[0]}x{viewport[1]}.png"))
         print(f"live view after {seen_after:.1f} s of the page's start: {first!r}, then {later!r}")
-        count = lambda t: int(t.split()[1].replace(",", ""))   # noqa: E731
         assert count(later) > count(first) >= 2     # it fills as the program goes on
+        assert kept == ["first", "first"], kept     # and the charts held still while it did
 
 
 def test_stop_ends_the_program_and_keeps_every_step_streamed():
     from tapeviz.state import share
     with streamlit_server() as url, browser_page() as page:
         page.goto(f"{url}/?code={share.encode(LOOP)}")
-        page.wait_for_function("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-            .some(t => t.textContent.startsWith('live:'))""", timeout=WAIT_MS)
+        page.wait_for_function(f"({LIVE}).length == 1", timeout=WAIT_MS)
         page.wait_for_timeout(1500)
-        shown = int(live_title(page).split()[1].replace(",", ""))
+        shown = count(page.evaluate(LIVE)[0])
         page.get_by_role("button", name="Stop, keep the steps").click()
         page.get_by_text("The run, step by step").wait_for(timeout=WAIT_MS)
         page.wait_for_timeout(1500)
@@ -89,13 +105,10 @@ def test_a_gan_loops_two_tapes_are_both_charted_live():
     from tapeviz.state import share
     with streamlit_server() as url, browser_page() as page:
         page.goto(f"{url}/?code={share.encode(GAN)}")
-        # Each update redraws the panel, so a loaded machine may be caught with one chart
-        # painted: wait until both calls' charts are on the page at once
-        both = """Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-            .map(t => t.textContent).filter(t => t.startsWith('live:'))
-            .map(t => t.split(' ').pop()).sort().join(',') == '10,13'"""
+        # Both calls are charted (loss and norms each) as soon as both have streamed steps
+        both = f"""({LIVE}).map(t => t.split(' ').pop()).sort().join(',') == '10,13'
+            && ({DRAWN}).length == 4"""
         page.wait_for_function(both, timeout=WAIT_MS)
         page.screenshot(path=screenshot_path("live_run_gan.png"))
-        titles = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
-            .map(t => t.textContent).filter(t => t.startsWith('live:'))""")
+        titles = page.evaluate(LIVE)
         assert all("gradient calls so far" in t for t in titles), titles

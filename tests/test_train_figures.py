@@ -161,3 +161,22 @@ def test_the_live_loss_chart_is_one_spec_with_growing_rows():
     assert axis["scale"]["type"] == "log" and all(v == 10.0 ** k for v, k in
                                                   zip(axis["axis"]["values"], train_vega.POWERS))
     assert "'10⁻³'" in axis["axis"]["labelExpr"]
+
+
+def test_the_live_norm_chart_draws_each_norm_once_and_spans_two_decades():
+    from tapeviz.draw import train_vega
+    records = [{"step": n, "grad_norms": {"dense/kernel": 0.5, "dense/bias": 0.0 if n == 3 else 0.25}}
+               for n in range(1, 11)]
+    warnings = [{"kind": "dead", "layer": "dense", "step": 7, "message": "..."}]
+    rows = train_vega.norm_rows(records, warnings)
+    norms = [r for r in rows if r["series"] == "norm"]
+    # every step's norm, kernel and bias named by layer; the zero left off the log axis
+    assert len(norms) == 19 and not any(r["step"] == 3 and r["part"] == "bias" for r in norms)
+    assert {r["layer"] for r in norms} == {"dense"} and {r["part"] for r in norms} == {"kernel", "bias"}
+    # a domain of whole decades, at least two, around 0.25-0.5; the dead layer's rule
+    assert sorted(r["value"] for r in rows if r["series"] == "span") == [0.01, 1.0]
+    assert [(r["step"], r["kind"]) for r in rows if r["series"] == "warning"] == [(7, "dead")]
+    # past max_points every k-th step and the newest are drawn
+    thinned = train_vega.norm_rows(records, max_points=3)
+    assert sorted({r["step"] for r in thinned if r["series"] == "norm"}) == [1, 5, 9, 10]
+    assert train_vega.norm_spec(None) == train_vega.norm_spec(None) and "height" not in train_vega.norm_spec(None)

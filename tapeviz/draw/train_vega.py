@@ -1,5 +1,5 @@
-"""The training page's loss chart as Vega-Lite: a spec that stays the same for a run and
-rows of plain data that grow. Streamlit keys a Vega-Lite chart
+"""The live charts (the training page's, and the debugger's run view while a program runs) as
+Vega-Lite: a spec that stays the same for a run and rows of plain data that grow. Streamlit keys a Vega-Lite chart
 by its key alone and feeds it new rows in place, where a plotly chart is keyed by its whole
 figure and remounts, blank, on every update. TF-free; the page passes the rows on.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .train_figures import RAW, SMOOTH, ema
+from .train_figures import PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, warning_marks
 
 POWERS = list(range(-12, 5))      # log axes are ticked at these powers of ten only
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -29,18 +29,22 @@ def _log_axis(title: str) -> dict:
                      "grid": True}}
 
 
-def _base(title: str, height: int) -> dict:
-    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title,
-            "height": height, "config": {"font": "sans-serif", "axis": {"labelFontSize": 15,
+def _base(title: str, height: Optional[int]) -> dict:
+    """height: the plot's; None leaves the whole chart's height to Streamlit's `height=`."""
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title,
+            "config": {"font": "sans-serif", "axis": {"labelFontSize": 15,
                                          "titleFontSize": 16}, "legend": {"labelFontSize": 15,
                                          "orient": "bottom", "title": None},
                                          "title": {"fontSize": 17, "anchor": "start"}}}
+    if height is not None:
+        spec["height"] = height
+    return spec
 
 
-def loss_spec(log: bool = False, height: int = 300) -> dict:
+def loss_spec(log: bool = False, height: Optional[int] = 300, title: str = "Training loss") -> dict:
     """Loss per step, raw and smoothed; the rows come from `loss_rows`."""
     y = _log_axis("loss (log)") if log else {"type": "quantitative", "title": "loss"}
-    spec = _base("Training loss", height)
+    spec = _base(title, height)
     spec.update({"mark": {"type": "line", "clip": True},
                  "encoding": {"x": {"field": "step", "type": "quantitative", "title": "step"},
                               "y": {**y, "field": "value"},
@@ -64,3 +68,68 @@ def loss_rows(steps: list, smoothing: float = 0.9) -> list:
 
 def _finite(value) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
+
+
+MAX_POINTS = 1_500     # steps drawn per line: past that every k-th (and the newest) is drawn
+MIN_DECADES = 2        # a norm axis spans at least this many powers of ten
+
+
+def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per variable (dotted: bias)") -> dict:
+    """Each variable's gradient norm per step (log), a layer's kernel and bias in one colour
+    (bias dotted), and the warnings as dashed rules whose tooltip says what happened; the
+    rows come from `norm_rows`. The same spec for the whole run: only the rows change."""
+    spec = _base(title, height)
+    step = {"field": "step", "type": "quantitative", "title": "step"}
+    spec["layer"] = [
+        {"transform": [{"filter": "datum.series == 'norm'"}],
+         "mark": {"type": "line", "clip": True, "strokeWidth": 1.5},
+         "encoding": {"x": step, "y": {**_log_axis("norm (log)"), "field": "value"},
+                      "color": {"field": "layer", "type": "nominal",
+                                "scale": {"range": PALETTE}},
+                      "strokeDash": {"field": "part", "type": "nominal", "legend": None,
+                                     "scale": {"domain": ["kernel", "bias"],
+                                               "range": [[1, 0], [2, 2]]}},
+                      "detail": {"field": "variable"},
+                      "tooltip": [{"field": "variable"}, step,
+                                  {"field": "value", "format": ".3g", "title": "norm"}]}},
+        {"transform": [{"filter": "datum.series == 'warning'"}],
+         "mark": {"type": "rule", "strokeDash": [6, 4], "strokeWidth": 2},
+         "encoding": {"x": step,
+                      "color": {"field": "kind", "type": "nominal", "legend": None,
+                                "scale": {"domain": list(WARNING_KINDS),
+                                          "range": list(WARNING_KINDS.values())}},
+                      "tooltip": [{"field": "message", "title": "warning"}, step]}},
+        # Two unseen points a decade or more beyond the norms: the log axis spans whole
+        # decades, at least two, and a constant norm is not a degenerate domain
+        {"transform": [{"filter": "datum.series == 'span'"}], "mark": {"type": "point", "opacity": 0},
+         "encoding": {"x": step, "y": {"field": "value", "type": "quantitative"}}}]
+    spec["resolve"] = {"scale": {"color": "independent"}}
+    return spec
+
+
+def norm_rows(steps: list, warnings: Optional[list] = None, max_points: int = MAX_POINTS) -> list:
+    """Rows for `norm_spec` from the training page's step records ({step, grad_norms}):
+    a zero or None norm is left out (a log axis has no place for it), and past `max_points`
+    steps every k-th step and the newest are drawn, so an update stays small."""
+    stride = max(1, -(-len(steps) // max_points))
+    drawn = steps[::stride] + (steps[-1:] if (len(steps) - 1) % stride else [])
+    rows = []
+    for s in drawn:
+        for path, norm in s["grad_norms"].items():
+            value = _finite(norm)
+            if value is None or value <= 0:
+                continue
+            layer, _, part = path.rpartition("/")
+            layer = layer.split("/", 1)[-1] if "/" in layer else layer or path
+            rows.append({"series": "norm", "step": s["step"], "value": value, "variable": path,
+                         "layer": layer, "part": "bias" if part == "bias" else "kernel"})
+    values = [r["value"] for r in rows]
+    if values:
+        lo, hi = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+        lo = min(lo, hi - MIN_DECADES)
+        rows += [{"series": "span", "step": drawn[0]["step"], "value": 10.0 ** k} for k in (lo, hi)]
+    for step, kinds in warning_marks(warnings or []):
+        worst = next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
+        rows.append({"series": "warning", "step": step, "kind": worst,
+                     "message": "; ".join(f"{k}: {', '.join(v)}" for k, v in kinds.items())})
+    return rows
