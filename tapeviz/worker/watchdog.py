@@ -5,6 +5,7 @@ with "stopped" first so the runner waits for it. The runner then kills the worke
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -17,6 +18,7 @@ from . import byte_bound
 
 WATCHDOG_S = 2.0             # past the time limit: the Timeout stops a program well within it
 ATTEMPTS = 3                 # a program still running may change the maps mid-build
+EXIT_UNSENT = 70             # the worker's exit status when the watchdog had nothing to send
 
 
 class Watchdog:
@@ -45,16 +47,23 @@ class Watchdog:
                       f"{self.timeout:g} s and did not stop when asked; what it recorded until "
                       f"then was sent while it still ran, and its worker was killed",
                       user.f_lineno if user is not None else None, file=self.session.here)
+        # "stopped" before the build: the runner's grace past the limit is short, and a
+        # loaded machine was seen building a long run's recording for longer than that
+        self.emit({"type": "stopped"})
         rec = self._recording(error)
-        if rec is None or self.stopped.is_set():
+        if self.stopped.is_set():     # the program ended after all: its own recording follows
             return
         try:
-            self.emit({"type": "stopped"})
-            fitted = byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
-                                    recording_gate.bounds(self.max_ops)["tensors"])
-            self.emit({"type": "recording", "recording": fitted})
+            if rec is not None:
+                fitted = byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
+                                        recording_gate.bounds(self.max_ops)["tensors"])
+                self.emit({"type": "recording", "recording": fitted})
+                return
         except Exception:            # noqa: BLE001 - the streamed summaries are kept anyway
             pass
+        # Nothing to send: end the worker now, so the runner keeps what it streamed at once
+        # instead of waiting out the finishing time that "stopped" gave it
+        os._exit(EXIT_UNSENT)
 
     def _recording(self, error: Error):
         for _ in range(ATTEMPTS):
