@@ -50,22 +50,22 @@ class Watchdog:
         # "stopped" before the build: the runner's grace past the limit is short, and a
         # loaded machine was seen building a long run's recording for longer than that
         self.emit({"type": "stopped"})
-        rec = self._recording(error)
+        fitted = self._recording(error)
         if self.stopped.is_set():     # the program ended after all: its own recording follows
             return
-        try:
-            if rec is not None:
-                fitted = byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
-                                        recording_gate.bounds(self.max_ops)["tensors"])
+        if fitted is not None:
+            try:
                 self.emit({"type": "recording", "recording": fitted})
                 return
-        except Exception:            # noqa: BLE001 - the streamed summaries are kept anyway
-            pass
-        # Nothing to send: end the worker now, so the runner keeps what it streamed at once
+            except Exception:        # noqa: BLE001 - the streamed summaries are kept anyway
+                pass
+        # Nothing sent: end the worker now, so the runner keeps what it streamed at once
         # instead of waiting out the finishing time that "stopped" gave it
         os._exit(EXIT_UNSENT)
 
-    def _recording(self, error: Error):
+    def _recording(self, error: Error) -> Optional[dict]:
+        """The recording so far as the message's dict, fitted to the message size; None
+        when every attempt met a map the still-running program changed as it was read."""
         for _ in range(ATTEMPTS):
             try:
                 stdout, stderr = self.texts()
@@ -74,7 +74,8 @@ class Watchdog:
                 rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
                                  "note": "the program did not stop at its time limit; the "
                                          "recording so far was sent while it ran"}
-                return rec
+                return byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
+                                      recording_gate.bounds(self.max_ops)["tensors"])
             except Exception:        # noqa: BLE001 - a map changed as it was read: again
                 time.sleep(0.05)
         return None
