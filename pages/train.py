@@ -13,7 +13,6 @@ from tapeviz.words.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
 REDRAW_S = 3.0           # a chart's newest data waits this long at most (see figure)
-VEGA_PX = 230            # their plot areas: with title, axis and legend they fit the same
 CHART_PX = 340           # loss and gradient charts side by side, whole at 1280x720
 # The demo's default learns within a minute on 2 cores; the guide's own CNN is one pick away.
 MODELS = {"lenet": "LeNet-style CNN (~97% after 1 epoch)",
@@ -239,16 +238,16 @@ def show_charts(run, steps, n):
     count, the last)."""
     left, right = st.columns(2)
     log_loss = bool(st.session_state.get("t_log_loss"))
-    # Vega-Lite, keyed: the same chart takes each update's rows in place (a plotly chart
-    # is remounted, blank, whenever its figure changes); one spec per run and setting.
-    # (The gradient chart stays plotly: as Vega-Lite its log axis collapsed in Chromium.)
+    # Vega-Lite: the same chart takes each update's rows in place (a plotly chart is
+    # remounted, blank, whenever its figure changes); one spec per run and setting, and
+    # the chart's whole height given to Streamlit, which fits the plot inside it.
     rows = st.session_state.setdefault("_train_rows", {})
-    if rows.get("version") != n:
-        rows.update(version=n, loss=train_vega.loss_rows(steps))
-    left.vega_lite_chart(rows["loss"], train_vega.loss_spec(log_loss, VEGA_PX), key="loss_chart")
-    right.plotly_chart(figure("grad", (n, len(run.warnings)),
-                              lambda: train_figures.grad_norm_figure(steps, run.warnings), CHART_PX),
-                       key="grad_chart", height=CHART_PX)
+    if rows.get("version") != (n, len(run.warnings)):
+        rows.update(version=(n, len(run.warnings)), loss=train_vega.loss_rows(steps),
+                    grad=train_vega.norm_rows(steps, run.warnings))
+    left.vega_lite_chart(rows["loss"], train_vega.loss_spec(log_loss, None), height=CHART_PX,
+                         key="loss_chart")
+    right.vega_lite_chart(rows["grad"], train_vega.norm_spec(None), height=CHART_PX, key="grad_chart")
     left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
                 "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
     left, right = st.columns(2)

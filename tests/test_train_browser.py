@@ -18,15 +18,18 @@ MNIST = os.environ.get("TAPEVIZ_MNIST_DIR") or (str(SHARED_MNIST) if SHARED_MNIS
 # Where an element's box lies against the window, as the browser measured it.
 IN_VIEW = """el => { const r = el.getBoundingClientRect();
     return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }"""
-# The chart titled `title` is on screen, whole (polled: a live chart is redrawn, and for an
-# instant between two draws it has no box).
-CHART_IN_VIEW = """title => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(p => p.layout && p.layout.title && String(p.layout.title.text).includes(title))
-  .some(p => (""" + IN_VIEW + """)(p))"""
-
-# The loss chart (Vega-Lite, the page's first) is drawn and whole on screen.
-LOSS_IN_VIEW = """() => { const c = document.querySelector("[data-testid='stVegaLiteChart']");
+# The i-th Vega-Lite chart (0: the loss, 1: the gradient norms beside it) is drawn and
+# whole on screen.
+VEGA_IN_VIEW = """i => { const c = document.querySelectorAll("[data-testid='stVegaLiteChart']")[i];
     return !!c && !!c.querySelector('canvas, svg') && (""" + IN_VIEW + """)(c); }"""
+LOSS_IN_VIEW = f"() => ({VEGA_IN_VIEW})(0)"
+# What the gradient chart (Vega-Lite) shows, as its pixels (null before it is drawn): its
+# points are not in the page, but a chart that gains points draws other pixels.
+GRAD_PIXELS = """() => { const c = document.querySelectorAll("[data-testid='stVegaLiteChart']")[1];
+    const d = c && c.querySelector('canvas, svg');
+    return !d || !d.getBoundingClientRect().height ? null
+         : d.tagName == 'CANVAS' ? d.toDataURL() : d.outerHTML; }"""
+STEP = "() => +((document.body.innerText.match(/step ([0-9,]+) of/) || [0, '0'])[1].replace(/,/g, ''))"
 
 # The number of points in the first trace of the plotly chart whose title holds `title`
 # (Streamlit wraps titles in <b>), or -1 before there is one.
@@ -50,9 +53,11 @@ def test_start_and_the_loss_chart_gains_points(server):
         start.wait_for(timeout=60_000)
         assert_no_exception(page)
         start.click()
-        page.wait_for_function(f"({POINTS})('Gradient norm') > 0", timeout=WAIT_MS)
-        first = page.evaluate(POINTS, "Gradient norm")
-        page.wait_for_function(f"({POINTS})('Gradient norm') > {first}", timeout=WAIT_MS)
+        page.wait_for_function(f"({STEP})() > 1 && ({GRAD_PIXELS})() !== null", timeout=WAIT_MS)
+        page.evaluate(f"window.gradChart = ({GRAD_PIXELS})(); window.gradStep = ({STEP})()")
+        # more steps trained, and the gradient chart drew them (in place: see test_live_browser)
+        page.wait_for_function(f"({STEP})() > window.gradStep && ({GRAD_PIXELS})() !== null"
+                               f" && ({GRAD_PIXELS})() !== window.gradChart", timeout=WAIT_MS)
         # The held-out accuracy (every 50 steps) and the predictions follow.
         page.wait_for_function(f"({POINTS})('Held-out accuracy') >= 2", timeout=WAIT_MS)
         page.wait_for_timeout(1500)     # let plotly finish drawing before the screenshot
@@ -84,10 +89,10 @@ def test_the_loss_chart_is_above_the_fold_at_1280x720_and_no_request_leaves_the_
         page.get_by_role("option", name="2,000", exact=True).click()
         page.wait_for_timeout(500)
         page.get_by_role("button", name="Start", exact=True).click()
-        page.wait_for_function(f"({POINTS})('Gradient norm') > 3", timeout=WAIT_MS)
+        page.wait_for_function(f"({STEP})() > 3 && ({GRAD_PIXELS})() !== null", timeout=WAIT_MS)
         page.screenshot(path=screenshot_path("train_1280x720_training.png"))
         page.wait_for_function(LOSS_IN_VIEW, timeout=10_000)
-        page.wait_for_function(CHART_IN_VIEW, arg="Gradient norm", timeout=10_000)   # beside it
+        page.wait_for_function(VEGA_IN_VIEW, arg=1, timeout=10_000)   # the gradients beside it
         page.get_by_text("Finished").first.wait_for(timeout=WAIT_MS)
         page.wait_for_timeout(1500)
         page.screenshot(path=screenshot_path("train_1280x720_finished.png"))

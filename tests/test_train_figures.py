@@ -180,3 +180,13 @@ def test_the_live_norm_chart_draws_each_norm_once_and_spans_two_decades():
     thinned = train_vega.norm_rows(records, max_points=3)
     assert sorted({r["step"] for r in thinned if r["series"] == "norm"}) == [1, 5, 9, 10]
     assert train_vega.norm_spec(None) == train_vega.norm_spec(None) and "height" not in train_vega.norm_spec(None)
+
+
+def test_the_live_specs_are_valid_vega_lite():
+    """Vega-Lite draws nothing for a spec it rejects: each is checked against its schema
+    (Altair's, which Streamlit installs)."""
+    import altair
+    from tapeviz.draw import train_vega
+    for spec in (train_vega.loss_spec(), train_vega.loss_spec(log=True, height=None),
+                 train_vega.norm_spec(), train_vega.norm_spec(None)):
+        altair.Chart.from_dict({**spec, "data": {"values": []}}, validate=True)

@@ -14,9 +14,8 @@ pytestmark = pytest.mark.slow   # a Streamlit server and real training in Chromi
 
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 MNIST = os.environ.get("TAPEVIZ_MNIST_DIR") or (str(SHARED_MNIST) if SHARED_MNIST.is_dir() else None)
-CHARTS = ("Gradient norm per variable", "Held-out accuracy", "Predictions", "Gradient values per layer")
-ON_SCREEN = ("Training loss", "Gradient norm per variable")
-VEGA_CHARTS = ("Training loss",)        # Vega-Lite, in page order
+CHARTS = ("Held-out accuracy", "Predictions", "Gradient values per layer")
+VEGA_CHARTS = ("Training loss", "Gradient norm per variable")     # Vega-Lite, in page order
 # Per Vega-Lite chart in page order: [drawn (a canvas or svg with a box), whole on screen]
 VEGA = """() => Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']")).map(c => {
   const r = c.getBoundingClientRect(), d = c.querySelector('canvas, svg');
@@ -58,8 +57,9 @@ def open_training_page(page, server):
     return start
 
 
-@pytest.mark.xfail(strict=False, reason="known gap: on a loaded 2-core machine a chart is "
-                   "sometimes missing from a screenshot between updates (issue 38's 'holds still')")
+@pytest.mark.xfail(strict=False, reason="known gap: the plotly charts (accuracy, predictions, "
+                   "histograms) are remounted, blank, at each redraw, and a loaded 2-core machine "
+                   "was caught between (issue 38's 'holds still'); the Vega-Lite ones hold")
 def test_every_chart_stays_on_the_page_through_a_minute_of_training(server):
     with browser_page() as page:
         page.set_viewport_size({"width": 1280, "height": 720})
@@ -78,7 +78,7 @@ def test_every_chart_stays_on_the_page_through_a_minute_of_training(server):
             missing = [t for t in (*VEGA_CHARTS, *CHARTS) if sample.get(t) is None
                        or not sample[t][1 if t in CHARTS else 0]]
             assert not missing, (i, missing, sample)
-            assert sample["Training loss"][1] and sample["Gradient norm per variable"][2], (i, sample)
+            assert sample["Training loss"][1] and sample["Gradient norm per variable"][1], (i, sample)
             points = page.evaluate(STEP)
             assert points >= loss_points, (i, points, loss_points)
             loss_points = points

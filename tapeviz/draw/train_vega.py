@@ -10,7 +10,10 @@ from typing import Optional
 
 from .train_figures import PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, warning_marks
 
-POWERS = list(range(-12, 5))      # log axes are ticked at these powers of ten only
+POWERS = list(range(-12, 5))
+# Steps are whole: no "1.2" ticks while a run has only its first few
+_STEP = {"field": "step", "type": "quantitative", "title": "step",
+         "axis": {"tickMinStep": 1, "format": "d"}}      # log axes are ticked at these powers of ten only
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -46,7 +49,7 @@ def loss_spec(log: bool = False, height: Optional[int] = 300, title: str = "Trai
     y = _log_axis("loss (log)") if log else {"type": "quantitative", "title": "loss"}
     spec = _base(title, height)
     spec.update({"mark": {"type": "line", "clip": True},
-                 "encoding": {"x": {"field": "step", "type": "quantitative", "title": "step"},
+                 "encoding": {"x": _STEP,
                               "y": {**y, "field": "value"},
                               "color": {"field": "series", "type": "nominal",
                                         "scale": {"range": [RAW, SMOOTH]}},
@@ -79,7 +82,8 @@ def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per varia
     (bias dotted), and the warnings as dashed rules whose tooltip says what happened; the
     rows come from `norm_rows`. The same spec for the whole run: only the rows change."""
     spec = _base(title, height)
-    step = {"field": "step", "type": "quantitative", "title": "step"}
+    step = _STEP
+    at = {"field": "step", "type": "quantitative", "title": "step"}     # a tooltip's: no axis
     spec["layer"] = [
         {"transform": [{"filter": "datum.series == 'norm'"}],
          "mark": {"type": "line", "clip": True, "strokeWidth": 1.5},
@@ -90,7 +94,7 @@ def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per varia
                                      "scale": {"domain": ["kernel", "bias"],
                                                "range": [[1, 0], [2, 2]]}},
                       "detail": {"field": "variable"},
-                      "tooltip": [{"field": "variable"}, step,
+                      "tooltip": [{"field": "variable"}, at,
                                   {"field": "value", "format": ".3g", "title": "norm"}]}},
         {"transform": [{"filter": "datum.series == 'warning'"}],
          "mark": {"type": "rule", "strokeDash": [6, 4], "strokeWidth": 2},
@@ -98,7 +102,7 @@ def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per varia
                       "color": {"field": "kind", "type": "nominal", "legend": None,
                                 "scale": {"domain": list(WARNING_KINDS),
                                           "range": list(WARNING_KINDS.values())}},
-                      "tooltip": [{"field": "message", "title": "warning"}, step]}},
+                      "tooltip": [{"field": "message", "title": "warning"}, at]}},
         # Two unseen points a decade or more beyond the norms: the log axis spans whole
         # decades, at least two, and a constant norm is not a degenerate domain
         {"transform": [{"filter": "datum.series == 'span'"}], "mark": {"type": "point", "opacity": 0},
