@@ -87,8 +87,7 @@ def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
         colour = PALETTE[(i // 2) % len(PALETTE)]
         # One legend entry per layer (its kernel; the bias toggles with it), so that the
         # legend is one row under the chart; the hover names the whole path.
-        layer, _, kind = path.rpartition("/")
-        layer = layer.split("/", 1)[-1] if "/" in layer else layer or path
+        layer, kind = layer_part(path)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=layer if kind != "bias" else f"{layer} bias",
                                  legendgroup=layer, showlegend=kind != "bias",
                                  line=dict(color=colour, dash=dash, width=1.5),
@@ -96,7 +95,7 @@ def grad_norm_figure(steps: list, warnings: Optional[list] = None) -> go.Figure:
     fig.update_yaxes(log_axis(seen))
     fig.update_layout(legend=dict(y=-0.3))
     for step, kinds in warning_marks(warnings or []):
-        worst = next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
+        worst = worst_kind(kinds)
         fig.add_vline(x=step, line=dict(color=WARNING_KINDS.get(worst, EPOCH), dash="dash"),
                       annotation_text="<br>".join(f"{k}: {', '.join(v)}" for k, v in kinds.items()),
                       annotation_position="top left")
@@ -117,6 +116,18 @@ def log_axis(values: list, min_decades: int = 2) -> dict:
             hi += 1
     return dict(type="log", dtick=1, exponentformat="power", showexponent="all",
                 range=[lo - 0.05, hi + 0.05], minor=dict(showgrid=False))
+
+
+def layer_part(path: str) -> tuple:
+    """("conv1", "kernel") of "model/conv1/kernel": a variable's layer (its model's name
+    dropped) and its part; a path without "/" is its own layer."""
+    layer, _, part = path.rpartition("/")
+    return (layer.split("/", 1)[-1] if "/" in layer else layer or path), part
+
+
+def worst_kind(kinds: dict) -> str:
+    """The kind a step's warning mark is coloured by: NaN, then exploding, then vanishing."""
+    return next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
 
 
 def warning_marks(warnings: list) -> list:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .train_figures import PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, warning_marks
+from .train_figures import (PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, layer_part, warning_marks,
+                            worst_kind)
 
-POWERS = list(range(-12, 5))
+POWERS = list(range(-12, 5))      # log axes are ticked at these powers of ten only
+_STEP_FIELD = {"field": "step", "type": "quantitative", "title": "step"}   # a tooltip's too
 # Steps are whole: no "1.2" ticks while a run has only its first few
-_STEP = {"field": "step", "type": "quantitative", "title": "step",
-         "axis": {"tickMinStep": 1, "format": "d"}}      # log axes are ticked at these powers of ten only
+_STEP = {**_STEP_FIELD, "axis": {"tickMinStep": 1, "format": "d"}}
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -82,8 +83,7 @@ def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per varia
     (bias dotted), and the warnings as dashed rules whose tooltip says what happened; the
     rows come from `norm_rows`. The same spec for the whole run: only the rows change."""
     spec = _base(title, height)
-    step = _STEP
-    at = {"field": "step", "type": "quantitative", "title": "step"}     # a tooltip's: no axis
+    step, at = _STEP, _STEP_FIELD          # an axis's step, and a tooltip's (no axis)
     spec["layer"] = [
         {"transform": [{"filter": "datum.series == 'norm'"}],
          "mark": {"type": "line", "clip": True, "strokeWidth": 1.5},
@@ -123,8 +123,7 @@ def norm_rows(steps: list, warnings: Optional[list] = None, max_points: int = MA
             value = _finite(norm)
             if value is None or value <= 0:
                 continue
-            layer, _, part = path.rpartition("/")
-            layer = layer.split("/", 1)[-1] if "/" in layer else layer or path
+            layer, part = layer_part(path)
             rows.append({"series": "norm", "step": s["step"], "value": value, "variable": path,
                          "layer": layer, "part": "bias" if part == "bias" else "kernel"})
     values = [r["value"] for r in rows]
@@ -133,7 +132,6 @@ def norm_rows(steps: list, warnings: Optional[list] = None, max_points: int = MA
         lo = min(lo, hi - MIN_DECADES)
         rows += [{"series": "span", "step": drawn[0]["step"], "value": 10.0 ** k} for k in (lo, hi)]
     for step, kinds in warning_marks(warnings or []):
-        worst = next((k for k in ("nan", "exploding", "vanishing") if k in kinds), next(iter(kinds)))
-        rows.append({"series": "warning", "step": step, "kind": worst,
+        rows.append({"series": "warning", "step": step, "kind": worst_kind(kinds),
                      "message": "; ".join(f"{k}: {', '.join(v)}" for k, v in kinds.items())})
     return rows
