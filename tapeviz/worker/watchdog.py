@@ -17,7 +17,10 @@ from ..server import protocol
 from . import byte_bound
 
 WATCHDOG_S = 2.0             # past the time limit: the Timeout stops a program well within it
-ATTEMPTS = 3                 # a program still running may change the maps mid-build
+# A program still running may change the maps mid-build: build again until this long has
+# passed, well inside the finishing time "stopped" gives (runner.FINISH_S, HOSTED_FINISH_S)
+UNSENT_S = 10.0
+RETRY_S = 0.2
 EXIT_UNSENT = 70             # the worker's exit status when the watchdog had nothing to send
 
 
@@ -50,35 +53,41 @@ class Watchdog:
         # "stopped" before the build: the runner's grace past the limit is short, and a
         # loaded machine was seen building a long run's recording for longer than that
         self.emit({"type": "stopped"})
-        fitted = self._recording(error)
-        if self.stopped.is_set():     # the program ended after all: its own recording follows
-            return
-        if fitted is not None:
-            try:
-                self.emit({"type": "recording", "recording": fitted})
+        give_up = time.monotonic() + UNSENT_S
+        while True:
+            fitted = self._recording(error)
+            # A program that got its Timeout late (a loaded machine) ends while this runs:
+            # its own recording follows, whole, so this one is not sent
+            if self.stopped.is_set():
                 return
-            except Exception:        # noqa: BLE001 - the streamed summaries are kept anyway
-                pass
+            if fitted is not None:
+                try:
+                    self.emit({"type": "recording", "recording": fitted})
+                    return
+                except Exception:    # noqa: BLE001 - the streamed summaries are kept anyway
+                    break
+            if time.monotonic() > give_up or self.stopped.wait(RETRY_S):
+                break
+        if self.stopped.is_set():
+            return
         # Nothing sent: end the worker now, so the runner keeps what it streamed at once
         # instead of waiting out the finishing time that "stopped" gave it
         os._exit(EXIT_UNSENT)
 
     def _recording(self, error: Error) -> Optional[dict]:
         """The recording so far as the message's dict, fitted to the message size; None
-        when every attempt met a map the still-running program changed as it was read."""
-        for _ in range(ATTEMPTS):
-            try:
-                stdout, stderr = self.texts()
-                rec = self.session.finish(stdout, error, time.perf_counter() - self.started)
-                rec.stderr = stderr
-                rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
-                                 "note": "the program did not stop at its time limit; the "
-                                         "recording so far was sent while it ran"}
-                return byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
-                                      recording_gate.bounds(self.max_ops)["tensors"])
-            except Exception:        # noqa: BLE001 - a map changed as it was read: again
-                time.sleep(0.05)
-        return None
+        when the still-running program changed a map as it was read."""
+        try:
+            stdout, stderr = self.texts()
+            rec = self.session.finish(stdout, error, time.perf_counter() - self.started)
+            rec.stderr = stderr
+            rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
+                             "note": "the program did not stop at its time limit; the "
+                                     "recording so far was sent while it ran"}
+            return byte_bound.fit(rec.to_dict(), protocol.MAX_MESSAGE - 2**20,
+                                  recording_gate.bounds(self.max_ops)["tensors"])
+        except Exception:            # noqa: BLE001 - a map changed as it was read: again
+            return None
 
 
 def watching(session, timer, timeout: Optional[float], emit, texts, started: float,

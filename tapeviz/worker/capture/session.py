@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import threading
 import time
 from collections import deque
 from typing import Optional
@@ -90,6 +91,10 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         # its Tensor record, if made yet, is in `tensors`
         self.lazy: dict = {}
         self.lazy_bytes = 0
+        # finish() runs on the main thread, or on the watchdog's while the program still
+        # runs (watchdog.py), and may run twice: never at once, and its steps idempotent
+        self.finishing = threading.Lock()
+        self.timed = set()               # ops whose duration finish() already made µs
         self.op_phase = FORWARD          # the phase of the op being recorded now
         # TF's eager context's per-thread data, read for each op's name scope: one attribute
         # read, where context.context().scope_name is two calls per op
@@ -104,6 +109,10 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         return f
 
     def finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
+        with self.finishing:
+            return self._finish(stdout, error, duration_s)
+
+    def _finish(self, stdout: str, error: Optional[Error], duration_s: float) -> Recording:
         self.deferred.drain()
         for state in list(self.active):
             self.pause_span(state)
@@ -123,8 +132,9 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         kept = set()
         for op in self.ops:
             kept.add(op.id)
-            if op.duration_us is not None:                    # None: traced, never ran
+            if op.duration_us is not None and op.id not in self.timed:   # None: traced
                 op.duration_us = round(op.duration_us * 1e6, 1)   # the callback keeps seconds
+                self.timed.add(op.id)
             # the contract's lists (the op callback keeps tuples: see on_op)
             op.inputs, op.outputs, op.tapes = list(op.inputs), list(op.outputs), list(op.tapes)
         self.settle_all(self.compact())
