@@ -6,13 +6,13 @@ import time
 import streamlit as st
 
 from tapeviz import data
-from tapeviz.draw import train_figures, train_vega
+from tapeviz.draw import train_grids, train_vega
 from tapeviz.state import debugger, training_run
-from tapeviz.ui import charts, frame, mode, session
+from tapeviz.ui import frame, mode, session
 from tapeviz.words.markdown import literal
 
 POLL_S = 1.0             # how often the live part of the page redraws while a run trains
-REDRAW_S = 3.0           # a chart's newest data waits this long at most (see figure)
+REDRAW_S = 3.0           # the heat strips' newest data waits this long at most (see rows_of)
 CHART_PX = 340           # loss and gradient charts side by side, whole at 1280x720
 # The demo's default learns within a minute on 2 cores; the guide's own CNN is one pick away.
 MODELS = {"lenet": "LeNet-style CNN (~97% after 1 epoch)",
@@ -63,26 +63,19 @@ def session_alive():
     return lambda: not runtime.exists() or runtime.get_instance().is_active_session(sid)
 
 
-def figure(name, version, build, height=None):
-    """A chart rebuilt only when its data changed, and at most every REDRAW_S: Streamlit
-    keys a plotly chart by its whole figure, so every new figure remounts the chart, which
-    is blank until plotly has drawn it again; and on a 2-core laptop the page's own CPU
-    time is taken from training (the prediction grid alone costs ~0.2 s to build). Its
-    uirevision is its name, so a zoom survives every redraw."""
-    memo = st.session_state.setdefault("_train_figures", {})
+def rows_of(name, version, build, every=0.0):
+    """A chart's rows, built again only when `version` changed, and at most every `every`
+    seconds: on a 2-core laptop the page's own CPU time is taken from training."""
+    memo = st.session_state.setdefault("_train_rows", {})
     old = memo.get(name)
-    if old is None or (old[0] != version and time.monotonic() - old[2] >= REDRAW_S):
-        fig = charts.legible(build()).update_layout(uirevision=name)
-        if height:         # the figure's own: plotly_chart's height did not bound plotly's 450 px
-            fig.update_layout(height=height)
-        memo[name] = old = (version, fig, time.monotonic())
+    if old is None or (old[0] != version and time.monotonic() - old[2] >= every):
+        memo[name] = old = (version, build(), time.monotonic())
     return old[1]
 
 
 def reset():
     if (old := st.session_state.pop("train_run", None)) is not None:
         old.cancel()
-    st.session_state.pop("_train_figures", None)
     st.session_state.pop("_train_rows", None)
 
 
@@ -184,8 +177,9 @@ def dashboard():
             show_data(run)
     with st.container():
         show_warnings(run)
-    st.plotly_chart(figure("hist", n, lambda: train_figures.grad_hist_figure(steps)),
-                    key="hist_chart")
+    paths = train_grids.histogram_paths(steps)
+    st.vega_lite_chart(rows_of("hist", n, lambda: train_grids.histogram_rows(steps, paths), REDRAW_S),
+                       train_grids.histogram_spec(paths), key="hist_chart")
 
     if (speed := run.speed()) is not None:
         st.session_state.setdefault("speeds", {}).setdefault(
@@ -241,22 +235,21 @@ def show_charts(run, steps, n):
     # Vega-Lite: the same chart takes each update's rows in place (a plotly chart is
     # remounted, blank, whenever its figure changes); one spec per run and setting, and
     # the chart's whole height given to Streamlit, which fits the plot inside it.
-    rows = st.session_state.setdefault("_train_rows", {})
-    if rows.get("version") != (n, len(run.warnings)):
-        rows.update(version=(n, len(run.warnings)), loss=train_vega.loss_rows(steps),
-                    grad=train_vega.norm_rows(steps, run.warnings))
-    left.vega_lite_chart(rows["loss"], train_vega.loss_spec(log_loss, None), height=CHART_PX,
-                         key="loss_chart")
-    right.vega_lite_chart(rows["grad"], train_vega.norm_spec(None), height=CHART_PX, key="grad_chart")
+    version = (n, len(run.warnings))
+    left.vega_lite_chart(rows_of("loss", version, lambda: train_vega.loss_rows(steps)),
+                         train_vega.loss_spec(log_loss, None), height=CHART_PX, key="loss_chart")
+    right.vega_lite_chart(rows_of("grad", version, lambda: train_vega.norm_rows(steps, run.warnings)),
+                          train_vega.norm_spec(None), height=CHART_PX, key="grad_chart")
     left.toggle("Log-scale loss", key="t_log_loss", help="One spike (say 800 after a learning rate "
                 "of 1.0) flattens a linear axis; a log axis keeps the rest readable.")
     left, right = st.columns(2)
-    left.plotly_chart(figure("accuracy", (id(run), len(run.evals)),
-                             lambda: train_figures.accuracy_figure(run.evals), CHART_PX),
-                      key="accuracy_chart", height=CHART_PX)
-    right.plotly_chart(figure("predictions", (id(run), id(run.predictions)),
-                              lambda: train_figures.prediction_grid(run.predictions)),
-                       key="prediction_chart")
+    left.vega_lite_chart(rows_of("accuracy", (id(run), len(run.evals)),
+                                 lambda: train_vega.accuracy_rows(run.evals)),
+                         train_vega.accuracy_spec(None), height=CHART_PX, key="accuracy_chart")
+    # At its own size (width="content"): stretched, the digits would be squashed
+    right.vega_lite_chart(rows_of("predictions", (id(run), id(run.predictions)),
+                                  lambda: train_grids.prediction_rows(run.predictions)),
+                          train_grids.prediction_spec(), width="content", key="prediction_chart")
 
 
 def show_numbers(run, status, p):

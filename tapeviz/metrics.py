@@ -19,6 +19,7 @@ SCHEMA = "tapeviz.metrics/1"
 # norms and warnings say so). Fixed, so that every step's column reads on one scale.
 HIST_EDGES_LOG10 = tuple(k / 2 for k in range(-20, 5))
 HIST_BINS = len(HIST_EDGES_LOG10) + 1
+PREDICTION_COUNT = 16        # held-out digits shown with their predictions (`Predictions`)
 
 
 @dataclass(frozen=True)

@@ -44,31 +44,6 @@ def test_grad_norms_one_line_per_variable_on_a_log_axis():
     assert any("nan" in a.text for a in fig.layout.annotations)
 
 
-def test_accuracy_marks_epoch_ends():
-    evals = [{"type": "eval", "step": s, "epoch": 1, "accuracy": a, "loss": 1.0, "epoch_end": e}
-             for s, a, e in ((50, 0.5, False), (100, 0.8, True))]
-    fig = train_figures.accuracy_figure(evals)
-    assert list(fig.data[0].y) == [0.5, 0.8] and list(fig.data[1].x) == [100]
-
-
-def test_prediction_grid_marks_wrong_ones():
-    image = [[0] * 28 for _ in range(28)]
-    record = {"type": "predictions", "step": 10, "images": [image] * 16,
-              "true": list(range(10)) + [0] * 6, "pred": [0] * 16}
-    fig = train_figures.prediction_grid(record)
-    titles = [a.text for a in fig.layout.annotations]
-    assert len(fig.data) == 16 and titles[0] == "✓ pred 0 / true 0" and titles[1] == "✗ pred 0 / true 1"
-    assert fig.layout.annotations[1].font.color == train_figures.WRONG
-    assert "9 of 16 wrong" in fig.layout.title.text
-
-
-@pytest.mark.parametrize("draw", [train_figures.loss_figure, train_figures.accuracy_figure,
-                                  train_figures.grad_norm_figure, train_figures.prediction_grid])
-def test_empty_inputs_draw_a_waiting_figure(draw):
-    fig = draw([] if draw is not train_figures.prediction_grid else None)
-    assert "waiting" in fig.layout.annotations[0].text
-
-
 def test_warnings_of_one_step_share_one_mark_and_each_layer_is_listed_once():
     # Step 11 of a run at learning rate 1.0: three layers vanish at once, then again later.
     warnings = [{"type": "warning", "step": s, "layer": layer, "kind": "vanishing", "message": "..."}
@@ -102,39 +77,6 @@ def test_log_axes_tick_only_at_powers_of_ten_over_at_least_two_decades():
     assert lo <= -6 and hi >= 0
     loss = train_figures.loss_figure(steps(), log=True).layout.yaxis
     assert loss.dtick == 1 and loss.range[1] - loss.range[0] >= 2
-
-
-def test_gradient_histograms_are_a_heat_strip_per_variable_over_the_steps():
-    records = []
-    for step in (1, 5, 10):
-        hist = {}
-        for i, path in enumerate(PATHS):
-            counts = [0] * metrics.HIST_BINS
-            counts[10 + i] = 3 * step           # all of a variable's values in one bin
-            counts[0] = step                    # and a quarter below 10^-10 (zeros)
-            hist[path] = counts
-        records.append({"step": step, "grad_hist": hist})
-    records.insert(1, {"step": 2})              # a step without histograms is left out
-    fig = train_figures.grad_hist_figure(records)
-    assert len(fig.data) == len(PATHS)
-    for i, trace in enumerate(fig.data):
-        assert list(trace.x) == [1, 5, 10]
-        assert len(trace.y) == metrics.HIST_BINS
-        column = [row[0] for row in trace.z]
-        assert column[10 + i] == 0.75 and column[0] == 0.25 and sum(column) == 1.0
-    titles = [a.text for a in fig.layout.annotations]
-    assert all(path in titles for path in PATHS)
-    assert train_figures.power_of_ten(-3) == "10⁻³"
-    assert len(train_figures.grad_hist_figure([{"step": 1}]).data) == 0   # waiting
-
-
-def test_step_axes_do_not_start_below_zero_and_epoch_labels_sit_left():
-    evals = [{"type": "eval", "step": s, "epoch": e, "accuracy": 0.9, "loss": 1.0, "epoch_end": True}
-             for s, e in ((100, 1), (200, 2))]
-    fig = train_figures.accuracy_figure(evals)
-    assert fig.layout.xaxis.rangemode == "nonnegative"
-    assert fig.data[1].textposition == "bottom left"
-    assert train_figures.loss_figure(steps()).layout.xaxis.rangemode == "nonnegative"
 
 
 def test_the_page_lists_each_layers_warning_once():
@@ -187,6 +129,69 @@ def test_the_live_specs_are_valid_vega_lite():
     (Altair's, which Streamlit installs)."""
     import altair
     from tapeviz.draw import train_vega
+    from tapeviz.draw import train_grids
     for spec in (train_vega.loss_spec(), train_vega.loss_spec(log=True, height=None),
-                 train_vega.norm_spec(), train_vega.norm_spec(None)):
+                 train_vega.norm_spec(), train_vega.norm_spec(None), train_vega.accuracy_spec(None),
+                 train_grids.prediction_spec(), train_grids.histogram_spec([]),
+                 train_grids.histogram_spec(PATHS)):
         altair.Chart.from_dict({**spec, "data": {"values": []}}, validate=True)
+
+
+def test_the_live_accuracy_chart_marks_epoch_ends_and_waits_for_its_first_evaluation():
+    from tapeviz.draw import train_vega
+    evals = [{"type": "eval", "step": s, "epoch": e, "accuracy": a, "loss": 1.0, "epoch_end": end}
+             for s, e, a, end in ((50, 1, 0.5, False), (100, 1, 0.8, True), (150, 2, 0.9, False))]
+    rows = train_vega.accuracy_rows(evals)
+    assert [(r["step"], r["accuracy"]) for r in rows if r["series"] == "eval"] == [
+        (50, 0.5), (100, 0.8), (150, 0.9)]
+    assert [r["label"] for r in rows if r["series"] == "epoch"] == ["epoch 1: 80.0%"]
+    assert train_vega.accuracy_rows([]) == [{"series": "waiting", "label": train_vega.WAITING}]
+    assert train_vega.accuracy_spec(None) == train_vega.accuracy_spec(None)
+
+
+def test_the_live_prediction_grid_draws_each_inked_pixel_and_marks_wrong_answers():
+    from tapeviz.draw import train_grids
+    image = [[0] * 28 for _ in range(28)]
+    image[3][5], image[27][27] = 255, 40
+    record = {"type": "predictions", "step": 10, "images": [image] * 16,
+              "true": list(range(10)) + [0] * 6, "pred": [0] * 16}
+    rows = train_grids.prediction_rows(record)
+    (summary,) = [r for r in rows if r["series"] == "summary"]
+    assert summary["label"] == "step 10: 9 of 16 wrong"
+    labels = [r for r in rows if r["series"] == "label"]
+    assert [r["label"] for r in labels[:2]] == ["0 ✓", "0 ✗ true 1"]
+    assert [r["right"] for r in labels] == [True] + [False] * 9 + [True] * 6
+    pixels = [r for r in rows if r["series"] == "pixel"]
+    assert len(pixels) == 32 and {r["ink"] for r in pixels} == {255, 40}   # paper not sent
+    # the second digit sits one cell right of the first, its pixel at the same place in it
+    first, second = pixels[0], pixels[2]
+    assert second["x"] - first["x"] == train_grids.CELL and second["y"] == first["y"]
+    assert first["x2"] - first["x"] == 1 and first["y2"] - first["y"] == 1
+    assert train_grids.prediction_rows(None)[0]["series"] == "waiting"
+
+
+def test_the_live_histograms_are_a_strip_per_variable_with_each_bins_share():
+    from tapeviz.draw import train_grids
+    records = []
+    for step in (1, 5, 10):
+        hist = {}
+        for i, path in enumerate(PATHS):
+            counts = [0] * metrics.HIST_BINS
+            counts[10 + i] = 3 * step           # three quarters of a variable's values in one bin
+            counts[0] = step                    # and a quarter below 10^-10 (zeros)
+            hist[path] = counts
+        records.append({"step": step, "grad_hist": hist})
+    records.insert(1, {"step": 2})              # a step without histograms is left out
+    paths = train_grids.histogram_paths(records)
+    assert paths == ["m/conv1/kernel", "m/conv1/bias", "m/logits/kernel", "m/logits/bias"]
+    rows = train_grids.histogram_rows(records, paths)
+    assert len(rows) == 3 * len(PATHS) * 2      # only bins that hold values are sent
+    kernel = [r for r in rows if r["variable"] == "m/conv1/kernel"]
+    assert [(r["x"], r["x2"], r["share"]) for r in kernel if r["lo"] >= -10] == [
+        (1, 5, 0.75), (5, 10, 0.75), (10, 15, 0.75)]
+    zeros = [r for r in kernel if r["lo"] < -10]
+    assert {r["share"] for r in zeros} == {0.25} and zeros[0]["bin"].startswith("below 10^-10")
+    spec = train_grids.histogram_spec(paths)
+    assert [strip["title"]["text"] for strip in spec["vconcat"]] == paths
+    thinned = train_grids.histogram_rows(records, paths, max_columns=2)
+    assert sorted({r["x"] for r in thinned}) == [1, 10]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .train_figures import (PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, layer_part, warning_marks,
-                            worst_kind)
+from .train_figures import (EPOCH, PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, layer_part,
+                            warning_marks, worst_kind)
 
 POWERS = list(range(-12, 5))      # log axes are ticked at these powers of ten only
 _STEP_FIELD = {"field": "step", "type": "quantitative", "title": "step"}   # a tooltip's too
@@ -33,7 +33,7 @@ def _log_axis(title: str) -> dict:
                      "grid": True}}
 
 
-def _base(title: str, height: Optional[int]) -> dict:
+def base_spec(title: str, height: Optional[int]) -> dict:
     """height: the plot's; None leaves the whole chart's height to Streamlit's `height=`."""
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title,
             "config": {"font": "sans-serif", "axis": {"labelFontSize": 15,
@@ -48,7 +48,7 @@ def _base(title: str, height: Optional[int]) -> dict:
 def loss_spec(log: bool = False, height: Optional[int] = 300, title: str = "Training loss") -> dict:
     """Loss per step, raw and smoothed; the rows come from `loss_rows`."""
     y = _log_axis("loss (log)") if log else {"type": "quantitative", "title": "loss"}
-    spec = _base(title, height)
+    spec = base_spec(title, height)
     spec.update({"mark": {"type": "line", "clip": True},
                  "encoding": {"x": _STEP,
                               "y": {**y, "field": "value"},
@@ -82,7 +82,7 @@ def norm_spec(height: Optional[int] = 300, title: str = "Gradient norm per varia
     """Each variable's gradient norm per step (log), a layer's kernel and bias in one colour
     (bias dotted), and the warnings as dashed rules whose tooltip says what happened; the
     rows come from `norm_rows`. The same spec for the whole run: only the rows change."""
-    spec = _base(title, height)
+    spec = base_spec(title, height)
     step, at = _STEP, _STEP_FIELD          # an axis's step, and a tooltip's (no axis)
     spec["layer"] = [
         {"transform": [{"filter": "datum.series == 'norm'"}],
@@ -134,4 +134,48 @@ def norm_rows(steps: list, warnings: Optional[list] = None, max_points: int = MA
     for step, kinds in warning_marks(warnings or []):
         rows.append({"series": "warning", "step": step, "kind": worst_kind(kinds),
                      "message": "; ".join(f"{k}: {', '.join(v)}" for k, v in kinds.items())})
+    return rows
+
+
+WAITING = "waiting for the first records…"
+
+
+def waiting_layer() -> dict:
+    """A grey note in the plot's middle, drawn from a row {"series": "waiting"}."""
+    return {"transform": [{"filter": "datum.series == 'waiting'"}],
+            "mark": {"type": "text", "fontSize": 16, "color": "#777777",
+                     "x": {"expr": "width / 2"}, "y": {"expr": "height / 2"}},
+            "encoding": {"text": {"field": "label"}}}
+
+
+def accuracy_spec(height: Optional[int] = 300) -> dict:
+    """Held-out accuracy at every evaluation, each epoch's end a labelled diamond; the rows
+    come from `accuracy_rows`."""
+    spec = base_spec("Held-out accuracy", height)
+    y = {"field": "accuracy", "type": "quantitative", "title": "accuracy",
+         "scale": {"domain": [0, 1]}, "axis": {"format": ".0%"}}
+    tip = [_STEP_FIELD, {"field": "accuracy", "format": ".1%"}]
+    epoch = [{"filter": "datum.series == 'epoch'"}]
+    spec["layer"] = [
+        {"transform": [{"filter": "datum.series == 'eval'"}],
+         "mark": {"type": "line", "point": True, "color": SMOOTH},
+         "encoding": {"x": _STEP, "y": y, "tooltip": tip}},
+        {"transform": epoch, "mark": {"type": "point", "shape": "diamond", "size": 170,
+                                      "filled": True, "color": EPOCH, "opacity": 1},
+         "encoding": {"x": _STEP, "y": y, "tooltip": tip}},
+        # Left of and below its point: the last epoch ends at the axis' right edge
+        {"transform": epoch, "mark": {"type": "text", "align": "right", "dx": -10, "dy": 16,
+                                      "fontSize": 15, "color": EPOCH},
+         "encoding": {"x": _STEP, "y": y, "text": {"field": "label"}}},
+        waiting_layer()]
+    return spec
+
+
+def accuracy_rows(evals: list) -> list:
+    if not evals:
+        return [{"series": "waiting", "label": WAITING}]
+    rows = [{"series": "eval", "step": e["step"], "accuracy": e["accuracy"]} for e in evals]
+    rows += [{"series": "epoch", "step": e["step"], "accuracy": e["accuracy"],
+              "label": f"epoch {e['epoch']}: {e['accuracy']:.1%}"}
+             for e in evals if e.get("epoch_end")]
     return rows

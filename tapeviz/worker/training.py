@@ -58,8 +58,6 @@ MODELS = {
         ("Dense", {"units": 10, "name": "logits"}),
     ],
 }
-
-PREDICTION_COUNT = 16
 # Steps between gradient histograms: binning every value of LeNet's 400k-weight dense
 # kernel costs a few milliseconds, a tenth of a step, so every step would slow the run.
 HIST_EVERY = 5
@@ -239,7 +237,7 @@ class _Training:
         self.steps_per_epoch = math.ceil(len(y_train) / int(cfg["batch_size"]))
         self.total_steps = self.steps_per_epoch * int(cfg["epochs"])
         self.eval_every = int(cfg["eval_every"] or 0)
-        self.shown = slice(0, min(PREDICTION_COUNT, len(self.y_test)))
+        self.shown = slice(0, min(metrics.PREDICTION_COUNT, len(self.y_test)))
         self.shown_images = small_images(self.x_test[self.shown])
         self.step = 0
         self.clock = self.watch = None           # from the first step on (train)
