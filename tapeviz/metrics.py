@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 from .recording import as_float, encode_float
 
 SCHEMA = "tapeviz.metrics/1"
@@ -20,6 +22,16 @@ SCHEMA = "tapeviz.metrics/1"
 HIST_EDGES_LOG10 = tuple(k / 2 for k in range(-20, 5))
 HIST_BINS = len(HIST_EDGES_LOG10) + 1
 PREDICTION_COUNT = 16        # held-out digits shown with their predictions (`Predictions`)
+_EDGES = 10.0 ** np.asarray(HIST_EDGES_LOG10)
+
+
+def histogram(values) -> list:
+    """`values` (an array of any shape) counted in the fixed bins of |value|: HIST_BINS
+    ints, NaN and Inf left out. The training loop and the recorder's step summaries bin
+    alike, so one heat strip draws either."""
+    a = np.abs(np.asarray(values).ravel())
+    a = a[np.isfinite(a)]
+    return np.bincount(np.searchsorted(_EDGES, a, side="right"), minlength=HIST_BINS).tolist()
 
 
 @dataclass(frozen=True)

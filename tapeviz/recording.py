@@ -20,6 +20,12 @@ BACKWARD = "backward"
 MAX_STEPS = 100_000
 MAX_STEP_NORMS = 1_000_000
 MAX_STEP_SOURCES = 10_000
+# Histogram counts over all summaries (26 a source, metrics.HIST_BINS): the oldest go first
+MAX_STEP_HIST = 300_000
+# A call site's gradient calls between two that bin their gradients (CallSummary.hist), its
+# first included:
+# binning a 400k-weight kernel costs milliseconds, too much for every step of a small loop
+STEP_HIST_EVERY = 10
 
 VARIABLE = "variable"
 CONSTANT = "constant"
@@ -127,6 +133,9 @@ class CallSummary:
     nan: list = field(default_factory=list)       # positions whose gradient holds a NaN
     inf: list = field(default_factory=list)       # ... an Inf
     error: Optional[str] = None
+    # Every STEP_HIST_EVERY-th call at its line: per source, its gradient's values in
+    # metrics.histogram's fixed bins of |value| (None: a None gradient); [] on the others
+    hist: list = field(default_factory=list)
 
 
 @dataclass

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import NamedTuple, Optional
 
-from .recording import MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA, Recording
+from .metrics import HIST_BINS
+from .recording import (MAX_STEP_HIST, MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA,
+                        Recording)
 
 MAX_OPS = 20_000             # the recorder's op bound (Limits.max_ops, recorder.DEFAULT_MAX_OPS)
 MAX_VALUE_ELEMENTS = 4096    # numbers in one tensor's `value` (the recorder keeps small ones)
@@ -53,7 +55,7 @@ class Budget:
         # besides its sources' norms, bounded apart from the ops.
         self.objects = b["ops"] * 2 + b["tensors"] * 4 + 10_000 + MAX_STEPS + MAX_STEP_SOURCES
         self.numbers = (b["ops"] * 16 + b["tensors"] * 80 + b["edges"] + 100_000
-                        + MAX_STEPS * 16 + MAX_STEP_NORMS * 2)
+                        + MAX_STEPS * 16 + MAX_STEP_NORMS * 2 + MAX_STEP_HIST)
         self.ops, self.tensors = b["ops"], b["tensors"]
 
     def obj(self, pairs):
@@ -283,7 +285,10 @@ TAPE = {"id": _int, "persistent": _bool, "watch_accessed_variables": _bool,
 STEP = {"call": _int, "tape": _int, "index": _int, "kind": _name, "target": _scalar,
         "scalar": _bool, "sources": _ids, "norms": _list_of(_opt_number),
         "none": _list_of(lambda x: type(x) is list and len(x) <= 2 and all(map(_scalar, x))),
-        "nan": _ids, "inf": _ids, "error": _opt_text, **LINE_FIELDS}
+        "nan": _ids, "inf": _ids, "error": _opt_text,
+        "hist": _list_of(lambda h: h is None or (type(h) is list and len(h) == HIST_BINS
+                                                  and all(type(n) is int for n in h))),
+        **LINE_FIELDS}
 STEP_SOURCE = {"tensor": _int, "name": _opt_name, "variable": _opt_name, "layer": _opt_name}
 ALERT = {"kind": _name, "op": _opt_int, "tensor": _int, "phase": _name, **LINE_FIELDS}
 FRAME = {"function": _opt_name, **LINE_FIELDS}

@@ -47,7 +47,8 @@ def test_the_run_view_fills_while_the_program_runs(viewport):
         page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
         start = time.monotonic()
         page.goto(f"{url}/?code={share.encode(LOOP)}")
-        page.wait_for_function(f"({LIVE}).length == 1 && ({DRAWN}).length == 2", timeout=WAIT_MS)
+        # the loss, the norms and the gradient heat strips
+        page.wait_for_function(f"({LIVE}).length == 1 && ({DRAWN}).length == 3", timeout=WAIT_MS)
         first = live_title(page)
         seen_after = time.monotonic() - start
         # Tag the drawn charts: a chart redrawn in place keeps its node, a remounted one
@@ -62,7 +63,7 @@ def test_the_run_view_fills_while_the_program_runs(viewport):
         page.screenshot(path=screenshot_path(f"live_run_{viewport[0]}x{viewport[1]}.png"))
         print(f"live view after {seen_after:.1f} s of the page's start: {first!r}, then {later!r}")
         assert count(later) > count(first) >= 2     # it fills as the program goes on
-        assert kept == ["first", "first"], kept     # and the charts held still while it did
+        assert kept == ["first"] * 3, kept          # and the charts held still while it did
 
 
 def test_stop_ends_the_program_and_keeps_every_step_streamed():
@@ -105,9 +106,9 @@ def test_a_gan_loops_two_tapes_are_both_charted_live():
     from tapeviz.state import share
     with streamlit_server() as url, browser_page() as page:
         page.goto(f"{url}/?code={share.encode(GAN)}")
-        # Both calls are charted (loss and norms each) as soon as both have streamed steps
+        # Both calls are charted (loss, norms, heat strips each) once both streamed steps
         both = f"""({LIVE}).map(t => t.split(' ').pop()).sort().join(',') == '10,13'
-            && ({DRAWN}).length == 4"""
+            && ({DRAWN}).length == 6"""
         page.wait_for_function(both, timeout=WAIT_MS)
         page.screenshot(path=screenshot_path("live_run_gan.png"))
         titles = page.evaluate(LIVE)

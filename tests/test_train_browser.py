@@ -31,11 +31,11 @@ GRAD_PIXELS = """() => { const c = document.querySelectorAll("[data-testid='stVe
          : d.tagName == 'CANVAS' ? d.toDataURL() : d.outerHTML; }"""
 STEP = "() => +((document.body.innerText.match(/step ([0-9,]+) of/) || [0, '0'])[1].replace(/,/g, ''))"
 
-# The number of points in the first trace of the plotly chart whose title holds `title`
-# (Streamlit wraps titles in <b>), or -1 before there is one.
-POINTS = """title => Math.max(-1, ...Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(p => p.layout && p.layout.title && String(p.layout.title.text).includes(title))
-  .map(p => p.data.length && p.data[0].x ? p.data[0].x.length : -1))"""
+# The evaluations drawn on the held-out accuracy chart (the third Vega-Lite chart): its
+# points, as the svg Streamlit's Vega draws them (the first layer's line points)
+ACCURACY_POINTS = """() => { const c = document.querySelectorAll("[data-testid='stVegaLiteChart']")[2];
+    const layer = c && c.querySelector('g.mark-symbol');
+    return layer ? layer.querySelectorAll('path').length : -1; }"""
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,8 @@ def test_start_and_the_loss_chart_gains_points(server):
         page.wait_for_function(f"({STEP})() > window.gradStep && ({GRAD_PIXELS})() !== null"
                                f" && ({GRAD_PIXELS})() !== window.gradChart", timeout=WAIT_MS)
         # The held-out accuracy (every 50 steps) and the predictions follow.
-        page.wait_for_function(f"({POINTS})('Held-out accuracy') >= 2", timeout=WAIT_MS)
-        page.wait_for_timeout(1500)     # let plotly finish drawing before the screenshot
+        page.wait_for_function(f"({ACCURACY_POINTS})() >= 2", timeout=WAIT_MS)
+        page.wait_for_timeout(1500)     # let the last redraw land before the screenshot
         assert_no_exception(page)
         assert "Data:" in page.inner_text("body")
         page.set_viewport_size({"width": 1600, "height": 1900})     # every chart in one picture

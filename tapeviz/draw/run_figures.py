@@ -28,9 +28,10 @@ def call_sites(rec) -> list:
 
 
 def site_steps(rec, site: Optional[tuple] = None) -> list:
-    """The training page's step records ({step, loss, grad_norms: {variable: norm}}) of the
-    gradient calls made at `site` (default: the most frequent), step n being its n-th call
-    from 1. A source without a variable path is named by its Python name."""
+    """The training page's step records ({step, loss, grad_norms: {variable: norm}, and on
+    the calls that binned their gradients grad_hist: {variable: counts}}) of the gradient
+    calls made at `site` (default: the most frequent), step n being its n-th call from 1.
+    A source without a variable path is named by its Python name."""
     sites = call_sites(rec)
     if not sites:
         return []
@@ -38,16 +39,21 @@ def site_steps(rec, site: Optional[tuple] = None) -> list:
     named = rec.step_sources
     out = []
     for n, s in enumerate((s for s in rec.steps if (s.file, s.line) == site), start=1):
-        norms = {}
-        for i, norm in zip(s.sources, s.norms):
+        norms, hist = {}, {}
+        for position, (i, norm) in enumerate(zip(s.sources, s.norms)):
             source = named[i] if 0 <= i < len(named) else None
             label = (source.variable or source.name or f"tensor {source.tensor}") if source \
                 else "?"
             if label in norms and source is not None and source.name:
                 label = source.name      # two unnamed tf.Variables are both "Variable"
             norms[label] = 0.0 if norm is None else as_float(norm)
-        out.append({"step": n, "call": s.call, "loss": as_float(s.target) if s.scalar else None,
-                    "grad_norms": norms})
+            if position < len(s.hist) and s.hist[position]:
+                hist[label] = s.hist[position]
+        step = {"step": n, "call": s.call, "loss": as_float(s.target) if s.scalar else None,
+                "grad_norms": norms}
+        if hist:
+            step["grad_hist"] = hist
+        out.append(step)
     return out
 
 
@@ -105,20 +111,4 @@ def run_figure(rec, site: Optional[tuple] = None) -> go.Figure:
         title += f" (the newest; {dropped:,} older summaries dropped)"
     fig.update_layout(title=title, template="plotly_white", height=700,
                       legend=dict(orientation="h", y=-0.12), margin=dict(l=60, r=20, t=80, b=40))
-    return fig
-
-
-def histogram_figure(steps: list, counts: list, bins: list, title: str) -> go.Figure:
-    """A heat strip of one variable's gradient values over the steps: a row per bin (`bins`,
-    e.g. worker/capture/histograms.bin_labels()), a column per step, each cell the share of
-    that step's values in that bin (so a big and a small layer read alike)."""
-    if len(steps) != len(counts) or any(len(c) != len(bins) for c in counts):
-        raise ValueError("a histogram per step, each with one count per bin")
-    shares = [[n / max(sum(c), 1) for n in c] for c in counts]
-    z = [list(row) for row in zip(*shares)] if shares else [[] for _ in bins]
-    fig = go.Figure(go.Heatmap(x=steps, y=bins, z=z, colorscale="Viridis", zmin=0, zmax=1,
-                               colorbar=dict(title="share")))
-    fig.update_layout(title=title, template="plotly_white", height=360,
-                      xaxis_title="step", yaxis_title="gradient value (by sign and decade)",
-                      margin=dict(l=80, r=20, t=60, b=40))
     return fig

@@ -77,6 +77,7 @@ def prediction_rows(predictions: Optional[dict], columns: int = COLUMNS) -> list
 
 
 MAX_COLUMNS = 120          # heat-strip columns: past that every k-th histogram is drawn
+MAX_STRIPS = 16            # variables given a strip on the run view (a page, not a wall)
 STRIP_PX = 46              # a variable's strip
 TICKS = (-10, -6, -2, 2)   # log10 |gradient| ticked on every strip
 
@@ -103,11 +104,11 @@ def histogram_paths(steps: list) -> list:
     return sorted(latest, key=lambda p: (p.rpartition("/")[0], p.rpartition("/")[2] != "kernel"))
 
 
-def histogram_spec(paths: list) -> dict:
+def histogram_spec(paths: list, title: str = "Gradient values per layer over the steps "
+                                             "(|value|, share per bin)") -> dict:
     """A strip per variable of `paths`: a column per histogram's steps, a row per fixed
     bin of |gradient|, shaded by the share of the variable's values in it. The rows come
     from `histogram_rows`."""
-    title = "Gradient values per layer over the steps (|value|, share per bin)"
     if not paths:
         spec = base_spec(title, 120)
         spec["layer"] = [waiting_layer()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..draw import run_figures, train_vega
+from . import panels
 
 MAX_CHARTED = 2        # call sites charted at once: a GAN's two tapes, not every helper's
 WARNINGS_SAID = 3      # the newest warnings said under the charts
@@ -51,5 +52,6 @@ class LivePanel:
                 st.vega_lite_chart(train_vega.norm_rows(steps, warnings),
                                    train_vega.norm_spec(height=None), height=norms_px,
                                    key=f"live_norms_{i}")
+                panels.show_histograms(steps, f"live_hist_{i}")
             for message in said[-WARNINGS_SAID:]:
                 st.caption(f":warning: {message}")

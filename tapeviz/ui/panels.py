@@ -12,9 +12,9 @@ import json
 import streamlit as st
 
 from .. import examples, printed
-from ..draw import figures, gradient_flow, graph, run_figures
+from ..draw import figures, gradient_flow, graph, run_figures, train_grids
 from ..draw.options import View
-from ..recording import Recording
+from ..recording import STEP_HIST_EVERY, Recording
 from ..state import callouts, inspector, opened, share, view
 from ..words import eager_mode, notes, picture, tapes
 from ..words.markdown import literal
@@ -287,8 +287,24 @@ def show_run(state, rec: Recording) -> None:
     st.plotly_chart(fig, key="run_chart", on_select=state.open_clicked_step, selection_mode="points",
                     config={"displaylogo": False})
     steps = run_figures.site_steps(rec)
+    show_histograms(steps, "run_hist")
     st.number_input(f"Open step n's graph (1 to {len(steps):,}; a step whose ops the bounds "
                     "dropped has its summary only)", 1, max(1, len(steps)), None, key="run_step",
                     on_change=state.open_typed_step, placeholder="a step number, or click the chart")
     if state.step_problem:
         st.caption(state.step_problem)
+
+
+def show_histograms(steps: list, key: str) -> None:
+    """Each variable's gradient values over the steps as heat strips, from the calls that
+    binned them (every STEP_HIST_EVERY-th), as the training page draws its own."""
+    paths = train_grids.histogram_paths(steps)
+    if not paths:
+        return
+    shown = paths[:train_grids.MAX_STRIPS]
+    st.vega_lite_chart(train_grids.histogram_rows(steps, shown), train_grids.histogram_spec(
+        shown, f"Gradient values per variable (|value|, every {STEP_HIST_EVERY}th call)"),
+        key=key)
+    if len(paths) > len(shown):
+        st.caption(f"The first {len(shown)} of {len(paths)} variables: every one's counts are in "
+                   "the recording (`steps[i].hist`).")

@@ -13,7 +13,10 @@ from typing import Callable, Optional
 from ..recording import _plain
 
 STREAM_S = 0.5               # how often new summaries go to the server
-MESSAGE_STEPS = 2_000        # summaries per message: each stays far below the small-message cap
+# Per message, at most so many summaries and numbers (norms and histogram counts, a few
+# bytes each in JSON): each message stays far below the small-message cap (protocol.py)
+MESSAGE_STEPS = 2_000
+MESSAGE_NUMBERS = 200_000
 
 
 class StepStream:
@@ -49,17 +52,29 @@ class StepStream:
                 rec = tensors.get(source["tensor"])
                 if source["name"] is None and rec is not None:
                     source["name"] = rec.name
-            for i in range(0, max(1, len(fresh)), MESSAGE_STEPS):
+            for n, part in enumerate(_messages(fresh) or [[]]):
                 try:
-                    self.emit({"type": "steps", "steps": [_plain(s) for s in
-                                                          fresh[i:i + MESSAGE_STEPS]],
-                               "step_sources": sources if i == 0 else []})
+                    self.emit({"type": "steps", "steps": [_plain(s) for s in part],
+                               "step_sources": sources if n == 0 else []})
                 except Exception:                 # the channel is gone: the run goes on
                     return
 
     def stop(self) -> None:
         self.stopped.set()
         self.flush()
+
+
+def _messages(summaries: list) -> list:
+    """`summaries` in runs of at most MESSAGE_STEPS and MESSAGE_NUMBERS (one at least)."""
+    out, part, numbers = [], [], 0
+    for s in summaries:
+        size = len(s.norms) + sum(len(h) for h in s.hist if h)
+        if part and (len(part) >= MESSAGE_STEPS or numbers + size > MESSAGE_NUMBERS):
+            out.append(part)
+            part, numbers = [], 0
+        part.append(s)
+        numbers += size
+    return out + [part] if part else out
 
 
 @contextlib.contextmanager

@@ -13,13 +13,18 @@ from tensorflow.python.util import nest
 
 from .. import numerics
 from .tensors import BIG, EagerTensor, handle_or_self
-from ...recording import (MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, CallSummary,
-                          StepSource, as_float, encode_float)
+from ... import metrics
+from ...recording import (MAX_STEP_HIST, MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS,
+                          STEP_HIST_EVERY, CallSummary, StepSource, as_float, encode_float)
 
 
 class StepLog:
-    def __init__(self, max_steps: int = MAX_STEPS, max_norms: int = MAX_STEP_NORMS):
-        self.max_steps, self.max_norms = max_steps, max_norms
+    def __init__(self, max_steps: int = MAX_STEPS, max_norms: int = MAX_STEP_NORMS,
+                 max_hist: int = MAX_STEP_HIST):
+        self.max_steps, self.max_norms, self.max_hist = max_steps, max_norms, max_hist
+        self.hist_cells = 0
+        self.with_hist: deque = deque()   # the kept summaries that hold histograms, oldest first
+        self.site_calls: dict = {}        # (file, line) of a call -> its calls so far
         self.kept: deque = deque()        # (CallSummary, [FlowEntry or None per source])
         self.norms = 0
         self.dropped = 0
@@ -42,7 +47,8 @@ class StepLog:
             positions.append(self._source(session, src, result.source))
             flow.append(_Norm(numerics.norm(grad)) if grad is not None else None)
         summary = CallSummary(self.calls, state.rec.id, len(state.rec.gradients) - 1,
-                              call.kind, call.line, call.file, sources=positions)
+                              call.kind, call.line, call.file, sources=positions,
+                              hist=self._histograms((call.file, call.line), flat_grads))
         summary.target, summary.scalar = _target(target)
         summary.none = [[i, _reason_kind(r.none_reason)] for i, r in enumerate(call.results)
                         if r.grad is None]
@@ -70,6 +76,7 @@ class StepLog:
         if results is not None:
             summary.target, summary.scalar = _target(target)
             grads = nest.flatten(results)
+            summary.hist = self._histograms(where, grads)
             norms = [_Norm(numerics.norm(g)) if g is not None else None for g in grads]
             # Why a gradient is None needs the recorded graph: here the kind is not known
             summary.none = [[i, None] for i, g in enumerate(grads) if g is None]
@@ -84,6 +91,9 @@ class StepLog:
             self.last_anomaly = self.calls
         self.kept.append(summary)
         self.norms += len(flow)
+        if summary.hist:
+            self.with_hist.append(summary)
+            self.hist_cells += _cells(summary)
         with self.fresh_lock:
             self.fresh.append(summary)
         while len(self.kept) > self.max_steps or (self.norms > self.max_norms
@@ -91,6 +101,31 @@ class StepLog:
             old = self.kept.popleft()
             self.norms -= len(old.norms)
             self.dropped += 1
+            if self.with_hist and self.with_hist[0] is old:
+                self.hist_cells -= _cells(self.with_hist.popleft())
+        # past the bound the oldest histograms go, their summaries stay (already streamed)
+        while self.hist_cells > self.max_hist and len(self.with_hist) > 1:
+            old = self.with_hist.popleft()
+            self.hist_cells -= _cells(old)
+            old.hist = []
+
+    def _histograms(self, site: tuple, grads: list) -> list:
+        """Every STEP_HIST_EVERY-th call at `site` (its first included), each gradient's
+        values in the fixed bins (metrics.histogram), read with NumPy: no op runs. Counted
+        per site: a GAN's two calls alternate, and every tenth call of the run would be
+        the same one's."""
+        n = self.site_calls.get(site, 0)
+        self.site_calls[site] = n + 1
+        if n % STEP_HIST_EVERY:
+            return []
+        out = []
+        for g in grads:
+            values = getattr(g, "values", g)    # IndexedSlices carry their rows in .values
+            try:
+                out.append(None if g is None else metrics.histogram(values))
+            except Exception:                   # noqa: BLE001 - a tensor NumPy cannot read
+                out.append(None)
+        return out
 
     def take_fresh(self) -> list:
         """The summaries kept since the last call (the stream's thread asks)."""
@@ -124,6 +159,10 @@ class StepLog:
             rec = session.tensors.get(source.tensor)
             source.name = rec.name if rec is not None else None
         return list(self.kept), self.named
+
+
+def _cells(summary: CallSummary) -> int:
+    return sum(len(h) for h in summary.hist if h)
 
 
 # A norm known when the call is summarized, read as a FlowEntry's
