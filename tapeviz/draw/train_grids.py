@@ -79,7 +79,8 @@ def prediction_rows(predictions: Optional[dict], columns: int = COLUMNS) -> list
 MAX_COLUMNS = 120          # heat-strip columns: past that every k-th histogram is drawn
 MAX_STRIPS = 16            # variables given a strip on the run view (a page, not a wall)
 STRIP_PX = 46              # a variable's strip
-TICKS = (-10, -6, -2, 2)   # log10 |gradient| ticked on every strip
+# log10 |gradient| ticked at every other decade that falls inside a strip's own span
+TICKS = tuple(range(-10, 3, 2))
 
 
 def _edges() -> list:
@@ -113,7 +114,6 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
         spec = base_spec(title, 120)
         spec["layer"] = [waiting_layer()]
         return spec
-    lo, hi = _edges()[0][0], _edges()[-1][1]
     strips = []
     for n, path in enumerate(paths):
         last = n == len(paths) - 1
@@ -128,7 +128,9 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
                                "ticks": last}},
                 "x2": {"field": "x2"},
                 "y": {"field": "lo", "type": "quantitative", "title": None,
-                      "scale": {"domain": [lo, hi]},
+                      # each strip spans the bins its variable filled: over all 26 a
+                      # layer's values were a hairline on a projector
+                      "scale": {"zero": False, "nice": False},
                       "axis": {"values": list(TICKS), "labelExpr": _tick_labels(),
                                "labelFontSize": 12}},
                 "y2": {"field": "hi"},
@@ -139,7 +141,7 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
                             {"field": "share", "format": ".0%", "title": "of its values"}]}})
     spec = base_spec(title, None)
     spec.update(vconcat=strips, spacing=6,
-                resolve={"scale": {"x": "shared", "color": "shared"}})
+                resolve={"scale": {"x": "shared", "y": "independent", "color": "shared"}})
     return spec
 
 
