@@ -52,7 +52,7 @@ class Budget:
         # A tensor is a few objects (itself, its stats, a flow entry, a gradient result) and
         # at most a small value's numbers plus its stats, shape and ids.
         # Each gradient call's summary (Recording.steps) is one object and a dozen numbers
-        # besides its sources' norms, bounded apart from the ops.
+        # besides its sources' norms and histogram counts, bounded apart from the ops.
         self.objects = b["ops"] * 2 + b["tensors"] * 4 + 10_000 + MAX_STEPS + MAX_STEP_SOURCES
         self.numbers = (b["ops"] * 16 + b["tensors"] * 80 + b["edges"] + 100_000
                         + MAX_STEPS * 16 + MAX_STEP_NORMS * 2 + MAX_STEP_HIST)
