@@ -131,8 +131,10 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
                       # each strip spans the bins its variable filled: over all 26 a
                       # layer's values were a hairline on a projector
                       "scale": {"zero": False, "nice": False},
+                      # one width for every strip's axis, "10⁰" or "10⁻¹⁰": the strips'
+                      # steps line up
                       "axis": {"values": list(TICKS), "labelExpr": _tick_labels(),
-                               "labelFontSize": 12}},
+                               "labelFontSize": 12, "minExtent": 40, "maxExtent": 40}},
                 "y2": {"field": "hi"},
                 "color": {"field": "share", "type": "quantitative", "legend": None,
                           "scale": {"scheme": "blues", "domain": [0, 0.5], "clamp": True}},
