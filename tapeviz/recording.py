@@ -22,9 +22,8 @@ MAX_STEP_NORMS = 1_000_000
 MAX_STEP_SOURCES = 10_000
 # Histogram counts over all summaries (26 a source, metrics.HIST_BINS): the oldest go first
 MAX_STEP_HIST = 300_000
-# A call site's gradient calls between two that bin their gradients (CallSummary.hist), its
-# first included:
-# binning a 400k-weight kernel costs milliseconds, too much for every step of a small loop
+# A line's gradient calls from one that bins its gradients (CallSummary.hist) to the next,
+# its first call binning: a 400k-weight kernel takes milliseconds, too much for every step
 STEP_HIST_EVERY = 10
 
 VARIABLE = "variable"

@@ -10,7 +10,7 @@ from typing import Optional
 
 from .. import metrics
 from .train_figures import RIGHT, WRONG, power_of_ten
-from .train_vega import WAITING, base_spec, waiting_layer
+from .train_vega import WAITING, base_spec, every_kth, power_labels, waiting_layer
 
 SIDE = 28                 # an MNIST digit's pixels a side
 CELL = SIDE + 4           # a digit and the gap after it, in pixels of the digit
@@ -91,13 +91,6 @@ def _edges() -> list:
             + [(edges[-1], edges[-1] + 0.5)])
 
 
-def _tick_labels() -> str:
-    expr = "''"
-    for k in reversed(TICKS):
-        expr = f"datum.value == {k} ? '{power_of_ten(k)}' : {expr}"
-    return expr
-
-
 def histogram_paths(steps: list) -> list:
     """The variables the newest histogram covers, each layer's kernel before its bias:
     the strips of `histogram_spec`, fixed for a run."""
@@ -133,7 +126,7 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
                       "scale": {"zero": False, "nice": False},
                       # one width for every strip's axis, "10⁰" or "10⁻¹⁰": the strips'
                       # steps line up
-                      "axis": {"values": list(TICKS), "labelExpr": _tick_labels(),
+                      "axis": {"values": list(TICKS), "labelExpr": power_labels(TICKS, "datum.value", power_of_ten),
                                "labelFontSize": 12, "minExtent": 40, "maxExtent": 40}},
                 "y2": {"field": "hi"},
                 "color": {"field": "share", "type": "quantitative", "legend": None,
@@ -151,18 +144,17 @@ def histogram_rows(steps: list, paths: list, max_columns: int = MAX_COLUMNS) -> 
     """Rows for `histogram_spec`: a rect per (histogram, variable, bin holding any value),
     a histogram's column running to the next one drawn; past `max_columns` every k-th
     histogram (and the newest) is drawn, so an update stays small."""
-    hist = [s for s in steps if s.get("grad_hist")]
-    stride = max(1, -(-len(hist) // max_columns))
-    drawn = hist[::stride] + (hist[-1:] if (len(hist) - 1) % stride else [])
+    drawn = every_kth([s for s in steps if s.get("grad_hist")], max_columns)
     edges = _edges()
     names = ([f"below 10^{edges[0][1]:g} (zero too)"] + [f"10^{a:g} to 10^{b:g}" for a, b in edges[1:-1]]
              + [f"10^{edges[-1][0]:g} or above"])
+    # each column runs to the next one drawn; the newest is as wide as the one before it
+    starts = [s["step"] for s in drawn]
+    ends = starts[1:] + [2 * starts[-1] - starts[-2] if len(starts) > 1 else starts[-1] + 1] \
+        if starts else []
     rows = []
-    for i, s in enumerate(drawn):
-        # to the next column drawn; the newest as wide as the one before it
-        width = (drawn[i + 1]["step"] if i + 1 < len(drawn) else 2 * s["step"]
-                 - (drawn[i - 1]["step"] if i else s["step"] - 1)) - s["step"]
-        x2 = s["step"] + max(1, width)
+    for s, end in zip(drawn, ends):
+        x2 = max(end, s["step"] + 1)
         for path in paths:
             counts = s["grad_hist"].get(path)
             total = sum(counts) if counts else 0

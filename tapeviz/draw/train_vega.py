@@ -9,27 +9,33 @@ import math
 from typing import Optional
 
 from .train_figures import (EPOCH, PALETTE, RAW, SMOOTH, WARNING_KINDS, ema, layer_part,
-                            warning_marks, worst_kind)
+                            power_of_ten, warning_marks, worst_kind)
 
 POWERS = list(range(-12, 5))      # log axes are ticked at these powers of ten only
 _STEP_FIELD = {"field": "step", "type": "quantitative", "title": "step"}   # a tooltip's too
 # Steps are whole: no "1.2" ticks while a run has only its first few
 _STEP = {**_STEP_FIELD, "axis": {"tickMinStep": 1, "format": "d"}}
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def _power_labels() -> str:
-    """A Vega expression writing a tick 10^k as "10⁻³" (no "2, 10⁻¹, 5" mixed in)."""
+def power_labels(powers, exponent: str = "round(log(datum.value) / LN10)",
+                 label=lambda k: "1" if k == 0 else "10" if k == 1 else power_of_ten(k)) -> str:
+    """A Vega expression writing a tick whose `exponent` is k in `powers` as `label(k)`
+    ("10⁻³"; no "2, 10⁻¹, 5" mixed in), and any other tick as nothing."""
     expr = "''"
-    for k in reversed(POWERS):
-        label = "1" if k == 0 else "10" if k == 1 else "10" + str(k).translate(_SUPERSCRIPT)
-        expr = f"round(log(datum.value) / LN10) == {k} ? '{label}' : {expr}"
+    for k in reversed(powers):
+        expr = f"{exponent} == {k} ? '{label(k)}' : {expr}"
     return expr
+
+
+def every_kth(items: list, most: int) -> list:
+    """`items` thinned to about `most`: every k-th, and the newest always."""
+    stride = max(1, -(-len(items) // most))
+    return items[::stride] + (items[-1:] if (len(items) - 1) % stride else [])
 
 
 def _log_axis(title: str) -> dict:
     return {"type": "quantitative", "title": title, "scale": {"type": "log"},
-            "axis": {"values": [10.0 ** k for k in POWERS], "labelExpr": _power_labels(),
+            "axis": {"values": [10.0 ** k for k in POWERS], "labelExpr": power_labels(POWERS),
                      "grid": True}}
 
 
@@ -115,8 +121,7 @@ def norm_rows(steps: list, warnings: Optional[list] = None, max_points: int = MA
     """Rows for `norm_spec` from the training page's step records ({step, grad_norms}):
     a zero or None norm is left out (a log axis has no place for it), and past `max_points`
     steps every k-th step and the newest are drawn, so an update stays small."""
-    stride = max(1, -(-len(steps) // max_points))
-    drawn = steps[::stride] + (steps[-1:] if (len(steps) - 1) % stride else [])
+    drawn = every_kth(steps, max_points)
     rows = []
     for s in drawn:
         for path, norm in s["grad_norms"].items():
