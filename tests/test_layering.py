@@ -13,9 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tapeviz"
 TF_SIDE = PACKAGE / "worker"
-# The command line and the package's front door may reach the TF side inside a function,
-# once the user asked for something that needs it.
-LAZY_ENTRY_POINTS = {PACKAGE / "__main__.py", PACKAGE / "__init__.py"}
+# The command line and the package's front doors (tapeviz, tapeviz.keras) may reach the TF
+# side inside a function, once the user asked for something that needs it.
+LAZY_ENTRY_POINTS = {PACKAGE / "__main__.py", PACKAGE / "__init__.py", PACKAGE / "keras.py"}
 
 
 def server_side_modules():

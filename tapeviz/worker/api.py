@@ -18,6 +18,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from . import active
 from .capture import DEFAULT_MAX_OPS, Session
 from .instrumented import adopt_tapes, make_tape_class, user_tape_site
 from .window import TapeWindow
@@ -95,13 +96,16 @@ class Capture:
         tee = _Tee(sys.stdout)
         sys.stdout = tee
         window.open()
-        self._state = (session, window, creator, patched, tee, frame, adopted,
+        running = active.recording(session)      # tapeviz.keras.Watch's steps join ours
+        running.__enter__()
+        self._state = (session, window, creator, patched, tee, frame, adopted, running,
                        time.perf_counter())
         return self
 
     def __exit__(self, typ, value, tb):
-        session, window, creator, patched, tee, frame, adopted, started = self._state
+        session, window, creator, patched, tee, frame, adopted, running, started = self._state
         self._state = None
+        running.__exit__(None, None, None)
         window.close()
         adopted.__exit__(None, None, None)
         if sys.stdout is tee:

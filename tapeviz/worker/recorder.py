@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from ..words import hints  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import exits, heap, native_output, shutdown, terminal, watchdog  # noqa: E402
+from . import active, exits, heap, native_output, shutdown, terminal, watchdog  # noqa: E402
 from .step_stream import streamed_steps  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
@@ -349,7 +349,7 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
                 _watched(session, timer, timeout, emit, out, err, started), env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
-                shutdown.exit_handlers() as handlers:
+                active.recording(session), shutdown.exit_handlers() as handlers:
             _execute(code, namespace, filename, timer, stderr, handlers)
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)

@@ -82,6 +82,23 @@ class StepLog:
             summary.none = [[i, None] for i, g in enumerate(grads) if g is None]
         self._keep(summary, norms)
 
+    def add_watched(self, tape: int, where: tuple, loss, variables: list, norms: list,
+                    hist: list) -> CallSummary:
+        """The summary of a step tapeviz saw no gradient call of: a compiled train step's, as
+        keras_watch.py read it after the step (its loss, each variable's gradient norm, and
+        on some steps their histograms). `variables` is [(key, path)] per source: `key` a
+        recording id, or any int that names that variable alone; None norms are None
+        gradients. Its `index` is its step number among `tape`'s (one tape id a fit())."""
+        file, line = where
+        positions = [self._named(key, path) for key, path in variables]
+        summary = CallSummary(self.calls, tape, self.calls, "gradient", line, file,
+                              sources=positions, hist=hist)
+        if loss is not None:
+            summary.target, summary.scalar = encode_float(float(loss)), True
+        summary.none = [[i, None] for i, n in enumerate(norms) if n is None]
+        self._keep(summary, [_Norm(n) if n is not None else None for n in norms])
+        return summary
+
     def _keep(self, summary: CallSummary, flow: list) -> None:
         """Keep a summary, the newest MAX_STEPS (and MAX_STEP_NORMS norms) in all, its
         norms filled now (every one is known), and queue it for the stream."""
@@ -140,14 +157,20 @@ class StepLog:
                     or summary.target in _NON_FINITE)
 
     def _source(self, session, src, rid: int) -> int:
+        if rid in self.sources:
+            return self.sources[rid]
+        obj = handle_or_self(src)
+        path = getattr(src, "path", None)
+        if not isinstance(path, str):
+            path = session.variable_names.get(obj._id) if obj is not None else None
+        return self._named(rid, path)
+
+    def _named(self, rid: int, path: Optional[str]) -> int:
+        """The index of source `rid` in `named`, named by its variable's path when new."""
         index = self.sources.get(rid)
         if index is None:
             if len(self.named) >= MAX_STEP_SOURCES:
                 return -1
-            obj = handle_or_self(src)
-            path = getattr(src, "path", None)
-            if not isinstance(path, str):
-                path = session.variable_names.get(obj._id) if obj is not None else None
             index = self.sources[rid] = len(self.named)
             self.named.append(StepSource(rid, None, path,
                                          path.rsplit("/", 1)[0] if path and "/" in path else None))

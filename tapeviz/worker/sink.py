@@ -1,0 +1,132 @@
+"""Where the summaries of a helper the program calls itself (keras_watch.py) go.
+
+Under tapeviz (`tapeviz record`, the app's worker, `tapeviz.capture()`) they join the
+run's own step summaries (`SessionSink`): streamed to the page live, kept in its recording.
+In a plain `python` run they make a recording of their own (`FileSink`): steps only, no
+ops, rewritten to its file every few seconds so that `tapeviz view --follow` draws it live.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+import tensorflow as tf
+
+from ..recording import Recording
+from . import active
+from .capture.steps import StepLog
+from .frames import UserFiles
+
+
+class Sink:
+    passive = False
+
+    def __init__(self, where: tuple):
+        self.where = where                 # (file, line) of the user's fit() call
+        self.keys: dict = {}               # id(variable) -> its key for the summaries
+
+    def key(self, variable) -> int:
+        return self.keys.setdefault(id(variable), -(len(self.keys) + 1))
+
+    def note_once(self, message: str) -> None:
+        if message not in self._noted:
+            self._noted.add(message)
+            self.note(message)
+
+    _noted: set
+
+
+class SessionSink(Sink):
+    """Into the session now recording this program: its StepLog and its warnings."""
+
+    def __init__(self, session, frame):
+        name = session.files.name(frame.f_code.co_filename) if frame is not None else None
+        super().__init__((name, frame.f_lineno if name is not None else None))
+        self.session, self._noted = session, set()
+
+    def key(self, variable) -> int:
+        """The variable's recording id when the recording met it, so its series is the one
+        the recorder's own summaries name; else a key of its own."""
+        handle = getattr(getattr(variable, "value", variable), "handle", None)
+        rid = self.session.tid.get(getattr(handle, "_id", None))
+        return rid if rid is not None else super().key(variable)
+
+    def recorded_eagerly(self, model) -> bool:
+        self.passive = bool(getattr(model, "run_eagerly", False)
+                            or tf.config.functions_run_eagerly())
+        return self.passive
+
+    def new_tape(self) -> int:
+        return self.session.new_tape_id()
+
+    def add(self, tape, loss, variables, norms, hist) -> None:
+        self.session.steps.add_watched(tape, self.where, loss, variables, norms, hist)
+
+    def note(self, message: str) -> None:
+        file, line = self.where
+        self.session.warnings.append({"line": line, "file": file, "message": message})
+
+    def close(self):
+        return None               # the run's own recording holds them
+
+
+class FileSink(Sink):
+    """A recording of its own: the steps, the calling file's source, and notes."""
+
+    def __init__(self, path, frame, every_s: float):
+        filename = frame.f_code.co_filename if frame is not None else "<unknown>"
+        self.files = UserFiles(filename)
+        super().__init__((self.files.main, frame.f_lineno if frame is not None else None))
+        self.path = Path(path) if path is not None else None
+        self.every_s, self.started = every_s, time.perf_counter()
+        self.written = self.started
+        self.steps, self.warnings, self._noted, self.tapes = StepLog(), [], set(), 0
+        try:
+            self.source = Path(filename).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            self.source = ""
+
+    def recorded_eagerly(self, model) -> bool:
+        return False             # nothing else summarizes these steps
+
+    def new_tape(self) -> int:
+        self.tapes += 1
+        return self.tapes - 1
+
+    def add(self, tape, loss, variables, norms, hist) -> None:
+        self.steps.add_watched(tape, self.where, loss, variables, norms, hist)
+        if self.path is not None and time.perf_counter() - self.written >= self.every_s:
+            self.write()
+
+    def note(self, message: str) -> None:
+        file, line = self.where
+        self.warnings.append({"line": line, "file": file, "message": message})
+
+    def recording(self) -> Recording:
+        rec = Recording(self.source, program=self.files.main,
+                        duration_s=time.perf_counter() - self.started)
+        rec.steps, rec.step_sources = list(self.steps.kept), list(self.steps.named)
+        rec.warnings = list(self.warnings)
+        if self.steps.dropped:
+            rec.dropped["steps"] = self.steps.dropped
+        return rec
+
+    def write(self) -> Recording:
+        """The recording so far, replacing the file whole (a reader never sees half)."""
+        rec = self.recording()
+        self.written = time.perf_counter()
+        if self.path is not None:
+            part = self.path.with_name(self.path.name + ".part")
+            part.write_text(rec.to_json(), encoding="utf-8")
+            os.replace(part, self.path)
+        return rec
+
+    def close(self) -> Recording:
+        return self.write()
+
+
+def open_sink(path, frame, every_s: float) -> Sink:
+    session = active.session()
+    return SessionSink(session, frame) if session is not None else FileSink(path, frame, every_s)
