@@ -4,12 +4,14 @@ the tape recorded, how the gradient flowed, and where a NaN first appeared.
 Top to bottom: the inputs (the address, the editor, callbacks) change the session's
 DebuggerState (state/debugger.py), then the page draws from it."""
 import os
+import time
 from functools import partial
 
 import streamlit as st
 
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
+from tapeviz.state.follow import FOLLOW_ENV
 from tapeviz.ui import compare_panel, editor, frame, mode, panels, session
 from tapeviz.ui.live_panel import LivePanel
 from tapeviz.words import hints, notes, values
@@ -82,8 +84,36 @@ def wait_for(job, where):
     st.rerun()
 
 
+def follow_live(follow, where):
+    """Chart the followed file's steps as its program writes them; its end reruns the page,
+    which then draws the finished recording (tapeviz view --follow, record --live)."""
+    with where.container():      # over the charts, where the class looks
+        box = st.status(follow.label(), state="running")
+        st.button("Stop the program, keep the steps", on_click=follow.ask_stop,
+                  icon=":material/pause_circle:", disabled=follow.stop_sent,
+                  help="Ask the program to stop: fit() ends after its step, `record --live` "
+                       "ends the run; every step so far is kept in the file.")
+    live = LivePanel(live_slot)
+    printed = live_slot.empty()
+    while not state.follow_poll():
+        if state.follow is None:
+            break
+        box.update(label=follow.label())
+        live.update(follow)
+        if follow.snapshot is not None and follow.snapshot.stdout:
+            printed.code(follow.snapshot.stdout[-1500:], language=None)
+        if follow.problem:
+            box.update(label=f"{follow.label()}: {follow.problem}", state="error")
+        time.sleep(1.0)
+    st.rerun()
+
+
 if state.source is None:
-    state.start_from_url(st.query_params.to_dict(), os.environ.get(opened.VIEW_ENV))
+    view_path = os.environ.get(opened.VIEW_ENV)
+    if view_path and os.environ.get(FOLLOW_ENV):
+        state.start_following(view_path)
+    else:
+        state.start_from_url(st.query_params.to_dict(), view_path)
 kind, text = editor.event()
 state.edited(text, submitted=kind == "submit")
 if state.start_run(run_for, lambda owner: session.runner().cancel(owner)) is not None:
@@ -103,6 +133,7 @@ if st.session_state.get("graph_first"):
     right, left = st.columns([7, 4], gap="medium")
 else:
     left, right = st.columns([5, 7], gap="medium")
+follow_slot = right.container()
 live_slot = right.container()
 
 with left:
@@ -143,6 +174,8 @@ def draw_editor():
                     editor.markers(err.line if err else None, pick, err.message if err else ""))
     if state.job is not None:
         wait_for(state.job, status_area)
+    if state.follow is not None:
+        follow_live(state.follow, follow_slot)
     if state.rec is not rec:    # a script run that a click superseded took the run: draw it
         st.rerun()
     state.finish_drawing(session.link_runs().age)
@@ -152,9 +185,10 @@ def draw_editor():
         status_area.caption(f"{icon} {said}")
 
 
-if rec is None:
+if rec is None and state.follow is None:
     right.info("Pick an example or write a program, then press **Run** (or Ctrl+Enter in the editor). "
                "tapeviz runs it in a separate process and draws every op the tape recorded.")
+if rec is None:
     draw_editor()
     st.stop()
 

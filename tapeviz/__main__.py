@@ -11,8 +11,9 @@ import sysconfig
 from pathlib import Path
 
 from .matching import cli as compare_cli
+from . import live_cli
 from .live_output import LiveOutput
-from .server import runner
+from .server import jobs, runner
 from .server.hosted import SandboxUnavailable
 
 RECORD_HELP = """\
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run tf.functions eagerly (tf.config.run_functions_eagerly(True)), "
                           "so the ops and gradients inside model.fit()'s train_step and "
                           "@tf.function steps are recorded one by one, with values")
+    rec.add_argument("--live", action="store_true",
+                     help="follow the run in the app while it happens: its steps charted live "
+                          "from OUT.json (rewritten every second), Stop on the page ends it "
+                          "keeping every step; the app stays open on the finished run until "
+                          "Ctrl+C (needs -o)")
+    rec.add_argument("--port", type=int, default=8501, help="the app's port with --live (8501)")
     rec.epilog = ("ARGS after -- go to the program, as in `python PROGRAM.py ARGS...`; without "
                   "--, arguments after the program that tapeviz does not know go to it too.")
     view = commands.add_parser("view", help="open a recording in the app",
@@ -77,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--port", type=int, default=8501, help="the app's port (default 8501)")
     view.add_argument("--headless", action="store_true",
                       help="do not open a browser (print the URL only)")
+    view.add_argument("--follow", action="store_true",
+                      help="chart the file's steps live while a program still writes it "
+                           "(tapeviz.keras.Watch(\"run.json\")), then draw it when it ends")
     try:
         from .worker import train_cli
     except ImportError:      # the training command ships with the training page
@@ -139,12 +149,32 @@ def record_main(args) -> int:
     # recording keeps the newest part); its stdout only with -o, since otherwise stdout is
     # the JSON. Local mode: a hosted worker's sandbox cannot reach the pipes.
     live = None if config.hosted else LiveOutput()
+    app = None
     try:
+        if args.live:
+            app = _live_app(args)
+            if app is None:
+                return 2
         recording = _record_with(pool, args, path, source, live, to_file)
     finally:
         pool.close()
     _write_recording(args, recording, to_file, live)
-    return told(recording)
+    status = told(recording)
+    if app is not None:
+        live_cli.stay_open(app, args.port)
+    return status
+
+
+def _live_app(args):
+    """`--live`: the app, started on the file the run rewrites (live_cli.py)."""
+    app = app_path()
+    if app is None:
+        print("tapeviz record: the app (app.py) is not installed beside the package",
+              file=sys.stderr)
+        return None
+    started = live_cli.start_app(Path(args.output), args.port, app)
+    print(f"tapeviz record: follow the run live at http://localhost:{args.port}", file=sys.stderr)
+    return started
 
 
 def _options_problem(args):
@@ -155,6 +185,8 @@ def _options_problem(args):
         return "--all-steps records every step and --keep-steps some of them; give one"
     if args.timeout is not None and args.timeout <= 0:
         return "--timeout must be positive"
+    if args.live and (not args.output or args.output == "-"):
+        return "--live needs -o RUN.json: the file the app follows while the program runs"
     return None
 
 
@@ -167,6 +199,12 @@ def _record_with(pool, args, path: Path, source: str, live, to_file: bool) -> di
         if live is not None:
             program["terminal"] = {k: v for k, v in live.paths.items()
                                    if k == "stderr" or to_file}
+        if getattr(args, "live", False):
+            spec = jobs.Record(source, str(path.resolve()), args.timeout, program,
+                               tuple(args.tapes) if args.tapes else None, args.eager,
+                               kept_steps(args))
+            file = live_cli.LiveFile(Path(args.output), source, path.name)
+            return live_cli.follow(pool, spec, file)
         return pool.record(source, filename=str(path.resolve()), timeout=args.timeout,
                            program=program, tapes=args.tapes,
                            eager=args.eager, keep_steps=kept_steps(args))
@@ -247,7 +285,8 @@ def view_main(args) -> int:
     from . import recording_gate as gate     # no TensorFlow, no Streamlit
     path = Path(args.recording)
     try:
-        gate.read(path.read_bytes(), path.name)
+        if not (args.follow and not path.exists()):   # followed: the program may write it later
+            gate.read(path.read_bytes(), path.name)
     except OSError as e:
         print(f"tapeviz view: cannot read {args.recording}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -260,6 +299,8 @@ def view_main(args) -> int:
               file=sys.stderr)
         return 2
     env = dict(os.environ, TAPEVIZ_VIEW=str(path.resolve()))
+    if args.follow:
+        env["TAPEVIZ_FOLLOW"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                       os.environ.get("PYTHONPATH")]))
     # Not headless, Streamlit opens a browser, and on its first run asks for an e-mail on

@@ -207,6 +207,9 @@ class Recording:
     # a run that did not end on its own: {"why": "timeout" | "cancelled" | "killed" |
     # "crashed", "note": what it kept}; {} for a run that ended as its program did
     cut_short: dict = field(default_factory=dict)
+    # a snapshot written while the program still runs (`record --live`, tapeviz.keras.Watch's
+    # file): the steps so far; the file is rewritten whole, and the last write says False
+    running: bool = False
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -268,11 +271,18 @@ class Recording:
             steps=[_build(CallSummary, c) for c in d.get("steps") or []],
             step_sources=[_build(StepSource, c) for c in d.get("step_sources") or []],
             cut_short=dict(d.get("cut_short") or {}),
+            running=d.get("running") is True,
         )
 
     @classmethod
     def from_json(cls, text: str) -> "Recording":
         return cls.from_dict(json.loads(text))
+
+
+def stop_path(path) -> str:
+    """The file whose presence asks the program writing a running recording at `path` to
+    stop (the page's Stop, following it): `record --live` cancels its run, Watch ends fit()."""
+    return f"{path}.stop"
 
 
 def encode_float(x: float):

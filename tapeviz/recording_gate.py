@@ -344,6 +344,8 @@ def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Op
     argv = rec.get("argv")
     if argv is not None and not (type(argv) is list and len(argv) <= 1000 and all(type(a) is str and len(a) <= MAX_TEXT for a in argv)):
         return "the recording's argv is not a short list of arguments"
+    if type(rec.get("running", False)) is not bool:
+        return "the recording's running is not true or false"
     for key in ("duration_s", "program"):
         if not _scalar(rec.get(key)):
             return f"the recording's {key} is not well-formed"

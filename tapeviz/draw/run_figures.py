@@ -38,7 +38,13 @@ def site_steps(rec, site: Optional[tuple] = None) -> list:
     site = site or sites[0]
     named = rec.step_sources
     out = []
-    for n, s in enumerate((s for s in rec.steps if (s.file, s.line) == site), start=1):
+    mine = [s for s in rec.steps if (s.file, s.line) == site]
+    # One site made every call: its n-th call is the run's, also where a live run thinned
+    # its older steps or the bounds dropped the oldest (a position would then undercount)
+    alone = len(mine) == len(rec.steps)
+    for n, s in enumerate(mine, start=1):
+        if alone:
+            n = s.call + 1
         norms, hist = {}, {}
         for position, (i, norm) in enumerate(zip(s.sources, s.norms)):
             source = named[i] if 0 <= i < len(named) else None

@@ -28,6 +28,7 @@ from ..draw import graph, run_figures
 from ..recording import Recording
 from ..words.markdown import code, literal
 from . import callouts, share, view
+from .follow import Follow
 from .run_job import RunJob
 
 KEY = "debugger"
@@ -89,6 +90,7 @@ class DebuggerState:
         self.pick_line: Optional[int] = None     # the picked node's line, marked in the editor
         self.scroll = False                 # bring the graph into view once ("Show it")
         self.step_problem: Optional[str] = None  # why a step of the run view cannot open
+        self.follow: Optional[Follow] = None     # a file rewritten while its program runs
 
     # -- the program ---------------------------------------------------------------------
     def load_example(self) -> None:
@@ -110,6 +112,30 @@ class DebuggerState:
             self.source = text
         if submitted:
             self.pending = True
+
+    def start_following(self, path: str) -> None:
+        """`tapeviz view --follow` / `record --live`: chart the file's steps while its
+        program runs, and open it as the recording once it says it stopped."""
+        self.follow = Follow(path)
+        self.follow_poll()
+        if self.follow is not None:        # still running: its program's text, when written
+            snapshot = self.follow.snapshot
+            self.source = snapshot.source if snapshot is not None else ""
+
+    def follow_poll(self) -> bool:
+        """Reread the followed file; True once its run ended and it is the page's recording."""
+        follow = self.follow
+        if follow is None or not follow.poll() or follow.final is None:
+            return False
+        rec, recorded = follow.final
+        self.follow = None
+        self.widgets.pop(EXAMPLE, None)
+        self.source, self.opened_name = rec.source, os.path.basename(follow.path)
+        self.adopt(rec, recorded)
+        self.drawing = None
+        self.run_status = (f"Followed {code(self.opened_name)} to its end: drawn from the file",
+                           "error" if rec.error is not None else "complete")
+        return True
 
     def start_from_url(self, params: dict, view_path: Optional[str] = None) -> None:
         """The first visit: ?example=NAME or ?code=TOKEN fills the editor and runs it;

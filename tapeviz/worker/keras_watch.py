@@ -157,6 +157,10 @@ class Watch(tf.keras.callbacks.Callback):
                                  "over the epoch, as its progress bar prints it")
         self._sink.add(self._tape, loss, list(zip(self._keys, self._paths)), norms, hist)
         self._step += 1
+        if self._sink.stop_asked() and not self.model.stop_training:
+            self.model.stop_training = True      # fit()'s own clean stop, after this step
+            self._sink.note(f"stopped from the page after step {self._step:,}: "
+                            "fit() ended as an EarlyStopping would")
 
     def on_train_end(self, logs=None):
         self._restore()

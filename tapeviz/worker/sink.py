@@ -7,6 +7,7 @@ ops, rewritten to its file every few seconds so that `tapeviz view --follow` dra
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from ..recording import Recording
+from ..recording import Recording, stop_path
 from . import active
 from .capture.steps import StepLog
 from .frames import UserFiles
@@ -64,6 +65,9 @@ class SessionSink(Sink):
     def add(self, tape, loss, variables, norms, hist) -> None:
         self.session.steps.add_watched(tape, self.where, loss, variables, norms, hist)
 
+    def stop_asked(self) -> bool:
+        return False             # the page stops the whole run (`record --live`)
+
     def note(self, message: str) -> None:
         file, line = self.where
         self.session.warnings.append({"line": line, "file": file, "message": message})
@@ -104,8 +108,13 @@ class FileSink(Sink):
         file, line = self.where
         self.warnings.append({"line": line, "file": file, "message": message})
 
-    def recording(self) -> Recording:
-        rec = Recording(self.source, program=self.files.main,
+    def stop_asked(self) -> bool:
+        """Has the page following the file asked for a stop (recording.stop_path)? One
+        stat a step: microseconds beside a train step's milliseconds."""
+        return self.path is not None and os.path.exists(stop_path(self.path))
+
+    def recording(self, running: bool = False) -> Recording:
+        rec = Recording(self.source, program=self.files.main, running=running,
                         duration_s=time.perf_counter() - self.started)
         rec.steps, rec.step_sources = list(self.steps.kept), list(self.steps.named)
         rec.warnings = list(self.warnings)
@@ -113,9 +122,9 @@ class FileSink(Sink):
             rec.dropped["steps"] = self.steps.dropped
         return rec
 
-    def write(self) -> Recording:
+    def write(self, running: bool = True) -> Recording:
         """The recording so far, replacing the file whole (a reader never sees half)."""
-        rec = self.recording()
+        rec = self.recording(running)
         self.written = time.perf_counter()
         if self.path is not None:
             part = self.path.with_name(self.path.name + ".part")
@@ -124,7 +133,11 @@ class FileSink(Sink):
         return rec
 
     def close(self) -> Recording:
-        return self.write()
+        rec = self.write(running=False)
+        if self.path is not None:
+            with contextlib.suppress(OSError):     # a stop asked of this run is answered
+                os.remove(stop_path(self.path))
+        return rec
 
 
 def open_sink(path, frame, every_s: float) -> Sink:

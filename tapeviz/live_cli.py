@@ -1,0 +1,117 @@
+"""`tapeviz record --live`: the run followed in the app while it happens.
+
+The command line runs the program as `record` does, and rewrites the recording file with
+the steps streamed so far (`running: true`) every second; the app it starts follows that
+file (state/follow.py) and charts them live. The page's Stop leaves a file beside the
+recording (recording.stop_path), and the run is cancelled as the page's own Stop does: every
+streamed summary is kept. The last write is the recording `record` writes. No TensorFlow.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from .recording import Recording, stop_path
+from .server import jobs
+
+WRITE_EVERY_S = 1.0
+OUTPUT_KEPT = 20_000          # characters of printed output a snapshot carries (its tail)
+
+
+class LiveFile:
+    """The recording file while the run goes on: source, steps so far, output's tail."""
+
+    def __init__(self, path: Path, source: str, program: str):
+        self.path, self.started = path, time.perf_counter()
+        self.rec = Recording(source, program=program, running=True)
+        self.output = ""
+        self.written = 0.0
+
+    def take(self, event) -> None:
+        if isinstance(event, jobs.Steps):
+            self.rec.steps.extend(event.steps)
+            self.rec.step_sources.extend(event.step_sources)
+        elif isinstance(event, jobs.Output):
+            self.output = (self.output + event.text)[-OUTPUT_KEPT:]
+
+    def write(self, force: bool = False) -> None:
+        if not force and time.perf_counter() - self.written < WRITE_EVERY_S:
+            return
+        self.rec.stdout, self.rec.duration_s = self.output, time.perf_counter() - self.started
+        replace(self.path, json.dumps(self.rec.to_dict(), allow_nan=False))
+        self.written = time.perf_counter()
+
+
+def replace(path: Path, text: str) -> None:
+    """Write `text` to `path` whole: a reader sees the old file or the new one, never half."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
+
+
+def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:
+    """Run `spec`, rewriting the live file as its steps stream; cancel it when the page asks.
+    Returns the recording as `record` would (cut short by a cancel, it says so)."""
+    live.write(force=True)
+    stop = stop_path(live.path)
+    job = pool.submit(spec)
+    result: Optional[dict] = None
+    while True:
+        event = job.next_event(timeout=0.25)
+        if isinstance(event, jobs.Recorded):
+            result = event.data
+        elif isinstance(event, jobs.Done):
+            break
+        elif event is not None:
+            live.take(event)
+        if os.path.exists(stop) and not job.cancelled.is_set():
+            print("tapeviz record: stopped from the page; every step so far is kept",
+                  file=sys.stderr)
+            job.cancel()
+        live.write()
+    try:
+        os.remove(stop)
+    except OSError:
+        pass
+    return result if result is not None else job.result
+
+
+def start_app(recording: Path, port: int, app: Path) -> subprocess.Popen:
+    """The app on `port`, following `recording` (the page rereads it as it changes)."""
+    env = dict(os.environ, TAPEVIZ_VIEW=str(recording.resolve()), TAPEVIZ_FOLLOW="1")
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
+               "--server.headless", "true"]
+    return subprocess.Popen(command, env=env, cwd=app.parent, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def stay_open(app: subprocess.Popen, port: int) -> None:
+    """The finished run stays in the app until Ctrl+C (or SIGTERM), then the app ends."""
+    print(f"tapeviz record: the app shows the finished run at http://localhost:{port}; "
+          "press Ctrl+C to end it", file=sys.stderr)
+    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        app.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stop_app(app)
+
+
+def stop_app(app: subprocess.Popen) -> None:
+    if app.poll() is None:
+        os.killpg(app.pid, signal.SIGTERM)
+        try:
+            app.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(app.pid, signal.SIGKILL)
