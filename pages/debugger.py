@@ -43,7 +43,7 @@ def cancel_run():
 
 def stop_run():
     if state.job is not None:     # the runner still sends the recording so far (state/run_job.py)
-        state.job.stop(session.runner().cancel, state.owner)
+        state.job.stop(session.runner().interrupt, state.owner)
 
 
 def open_upload():
@@ -74,7 +74,7 @@ def wait_for(job, where):
         st.button("Cancel", on_click=cancel_run, icon=":material/stop_circle:",
                   help="Stop the worker now; the page keeps what it showed before.")
         st.button("Stop, keep the steps", on_click=stop_run, icon=":material/pause_circle:",
-                  help="End the program now and show what it recorded: every step summary so far.")
+                  help="Stop the program as Ctrl+C would, and show what it recorded: every step so far.")
     live = LivePanel(live_slot)        # the run view fills, where the graph goes, as steps stream in
     while not job.done.wait(1.0):      # each update is a message to redraw, 30 pages at once
         box.update(label=job.label())

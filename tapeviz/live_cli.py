@@ -3,8 +3,8 @@
 The command line runs the program as `record` does, and rewrites the recording file with
 the steps streamed so far (`running: true`) every second; the app it starts follows that
 file (state/follow.py) and charts them live. The page's Stop leaves a file beside the
-recording (recording.stop_path), and the run is cancelled as the page's own Stop does: every
-streamed summary is kept. The last write is the recording `record` writes. No TensorFlow.
+recording (recording.stop_path), and the program is stopped as the page's own Stop does, as
+Ctrl+C would (Job.interrupt): it ends its own way, and the recording keeps every step. The last write is the recording `record` writes. No TensorFlow.
 """
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:
     stop = stop_path(live.path)
     job = pool.submit(spec)
     result: Optional[dict] = None
+    asked = False
     while True:
         event = job.next_event(timeout=0.25)
         if isinstance(event, jobs.Recorded):
@@ -70,10 +71,11 @@ def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:
             break
         elif event is not None:
             live.take(event)
-        if os.path.exists(stop) and not job.cancelled.is_set():
-            print("tapeviz record: stopped from the page; every step so far is kept",
-                  file=sys.stderr)
-            job.cancel()
+        if not asked and os.path.exists(stop):
+            asked = True
+            print("tapeviz record: stopped from the page, as Ctrl+C would stop it; every "
+                  "step so far is kept", file=sys.stderr)
+            job.interrupt()
         live.write()
     try:
         os.remove(stop)

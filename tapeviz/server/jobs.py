@@ -27,6 +27,9 @@ NEWEST_STEPS = 5
 ANOMALY_STEPS = 5
 
 
+STOP_GRACE_S = 10.0   # how long a program asked to stop may take before it is cancelled
+
+
 @dataclass(frozen=True)
 class Record:
     """Record one program. `program` ({argv, cwd, path}) runs it as `python PROGRAM.py
@@ -165,8 +168,20 @@ class Job:
         if worker is not None:
             worker.kill()
 
+    def interrupt(self, grace: float = STOP_GRACE_S) -> None:
+        """Stop a record job's program as Ctrl+C would (the recorder raises KeyboardInterrupt
+        in it), so it ends its own way and its recording keeps every step; a program still
+        running after `grace` seconds is cancelled. Queued: cancelled at once."""
+        if not self.sent:
+            self.cancel()
+            return
+        self.command("interrupt")
+        threading.Thread(target=lambda: self.wait(grace) or self.cancel(), daemon=True,
+                         name="tapeviz-stop").start()
+
     def command(self, word: str) -> None:
-        """A training command: "pause", "resume", "stop" or "snapshot PATH"."""
+        """A command for the worker: a training job's "pause", "resume", "stop" or
+        "snapshot PATH"; a record job's "interrupt"."""
         worker = self.worker
         if worker is not None and self.sent and not self.done:
             try:

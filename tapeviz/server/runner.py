@@ -105,6 +105,18 @@ class Runner:
             job.cancel()
         return len(jobs)
 
+    def interrupt(self, owner) -> int:
+        """Ask every run of `owner` to stop as Ctrl+C would (Job.interrupt): its recording
+        keeps every step; one that does not stop within the grace is cancelled."""
+        with self._lock:
+            jobs = list(self._jobs.get(owner, ()))
+        for job in jobs:
+            if job.spec.kind == "record":
+                job.interrupt()
+            else:
+                job.cancel()
+        return len(jobs)
+
     # -- jobs ---------------------------------------------------------------------------------
     def submit(self, spec, owner=None, client=None) -> Job:
         """Start a job (`jobs.Record` or `jobs.Train`) and return its handle at once. It waits

@@ -80,11 +80,12 @@ class RunJob:
             self.phases[self.phase] = self.phases.get(self.phase, 0.0) + now - self._entered
             self.phase, self._entered = phase, now
 
-    def stop(self, cancel: Callable[[str], None], owner: str) -> None:
-        """End the program now but keep the run: the runner's recording of a cancelled job
-        holds every step summary streamed until then (its cut_short says so)."""
+    def stop(self, interrupt: Callable[[str], None], owner: str) -> None:
+        """End the program now but keep the run: `interrupt` (Runner.interrupt) stops it as
+        Ctrl+C would, and its recording keeps every step (its cut_short says so); one that
+        will not stop is cancelled, and keeps every step summary streamed until then."""
         self.stopped = True
-        cancel(owner)
+        interrupt(owner)
 
     @property
     def shared(self) -> bool:

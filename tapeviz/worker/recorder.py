@@ -180,6 +180,24 @@ class _Timer:
         raise Timeout()
 
 
+# The server's "interrupt" (the page's Stop, `record --live`'s Stop): the program gets
+# KeyboardInterrupt, as under Ctrl+C, at the next alarm outside tapeviz's own code
+STOP_MESSAGE = "stopped from tapeviz, as Ctrl+C would stop it"
+_interrupt = threading.Event()
+
+
+def interrupt() -> None:
+    """Stop the running program as Ctrl+C would: it may catch KeyboardInterrupt and end its
+    own way; the recording keeps every step. Called from the worker's command thread."""
+    _interrupt.set()
+    handler = signal.getsignal(signal.SIGALRM)
+    if getattr(handler, "__name__", "") == "on_alarm":     # the time limit's: it defers
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+    else:
+        import _thread
+        _thread.interrupt_main()
+
+
 def _as_timeout(exc: BaseException, timer: Optional[_Timer]) -> BaseException:
     """A Timeout raised inside `tf.py_function` comes out of TensorFlow as an OpError
     (UnknownError, its message a traceback naming the server's paths): it is a Timeout."""
@@ -206,6 +224,11 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
             timer.deferred += 1
             signal.setitimer(signal.ITIMER_REAL, _DEFER_S)
             return
+        if _interrupt.is_set() and not timer.fired:
+            _interrupt.clear()
+            timer.deferred = 0
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, timer.deadline - time.monotonic()))
+            raise KeyboardInterrupt(STOP_MESSAGE)
         # Again a second later, in case the program catches BaseException and goes on.
         signal.setitimer(signal.ITIMER_REAL, 1.0)
         if not timer.fired:
@@ -296,6 +319,10 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     rec.stderr = err.text()
     rec.argv = list(program["argv"]) if program and program.get("argv") else None
     rec.eager = eager
+    if error is not None and error.type == "KeyboardInterrupt" and error.message == STOP_MESSAGE:
+        rec.cut_short = {"why": "stopped", "steps": len(rec.steps),
+                         "note": "stopped when asked: the program got KeyboardInterrupt, as "
+                                 "under Ctrl+C, and every step up to then is kept"}
     if error is not None and error.type == "Timeout":
         rec.cut_short = {"why": "timeout", "steps": len(rec.steps),
                          "note": "the program was stopped at its time limit; what it recorded "

@@ -55,15 +55,22 @@ class Channel:
 
 
 class Commands:
-    """Commands for a running training job ("pause", "resume", "stop"), read from stdin."""
+    """Commands for a running job, read from stdin: a training job's ("pause", "resume",
+    "stop") queued for its loop; a record job's ("interrupt") acted on at once by `now`."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, now: Optional[dict] = None):
         self._queue: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+        self._now = now or {}
+        threading.Thread(target=self._read, args=(stream,), daemon=True,
+                         name="tapeviz-commands").start()
 
     def _read(self, stream):
         for line in stream:
-            self._queue.put(line.strip())
+            word = line.strip()
+            if word in self._now:
+                self._now[word]()
+            else:
+                self._queue.put(word)
         self._queue.put("stop")          # the server went away: stop rather than run on
 
     def poll(self) -> Optional[str]:
@@ -156,6 +163,10 @@ def main(argv=None) -> int:
     channel.secret = job.get("secret")
     apply_limits(job.get("limits"))
     if job["kind"] == "record":
+        # The program's fd 0 is /dev/null while it runs (recorder._stdin_at_end): the
+        # channel's commands are read from a copy of it
+        Commands(os.fdopen(os.dup(0), "r", encoding="utf-8"),
+                 {"interrupt": recorder.interrupt})
         rec = recorder.record(job["source"], filename=job.get("filename", "program.py"),
                               timeout=job.get("timeout"),
                               max_ops=job.get("max_ops", recorder.DEFAULT_MAX_OPS),

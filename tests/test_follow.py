@@ -1,0 +1,71 @@
+"""A recording file followed while its program writes it (`tapeviz view --follow`, `record
+--live`): each rewrite's new steps reach the live run view, the last write becomes the
+page's recording, and Stop leaves the file its writer looks for. Files written here the way
+the writers write them (a Recording rewritten whole), no server."""
+import os
+
+from tapeviz.draw import run_figures
+from tapeviz.live_cli import replace
+from tapeviz.recording import Recording, stop_path
+from tapeviz.state import debugger
+from tapeviz.state.follow import Follow
+from test_live_steps import SOURCES, summary
+
+
+def write(path, calls, running, source="for step in range(9): ...\n"):
+    rec = Recording(source, program="train.py", running=running, stdout=f"{len(calls)} steps\n")
+    rec.steps = [summary(i, 1.0 / (i + 1), [1.0, 0.5]) for i in calls]
+    rec.step_sources = SOURCES
+    replace(path, rec.to_json())
+    # a rewrite within the same clock tick must still be seen as new
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + len(calls) + 1))
+
+
+def test_each_rewrite_adds_its_new_steps_once_then_the_end_is_the_recording(tmp_path):
+    path = tmp_path / "run.json"
+    write(path, range(3), running=True)
+    follow = Follow(str(path))
+    assert follow.poll() and follow.running and follow.live.seen == 3
+    assert not follow.poll()                  # unchanged: nothing read again
+    write(path, range(7), running=True)
+    assert follow.poll() and follow.live.seen == 7
+    assert [s.call for s in follow.live.snapshot().steps] == list(range(7))
+    assert follow.snapshot.stdout == "7 steps\n" and "7 steps so far" in follow.label()
+    write(path, range(9), running=False)
+    assert follow.poll() and not follow.running
+    rec, _ = follow.final
+    assert len(rec.steps) == 9 and not rec.running
+
+
+def test_the_page_state_charts_the_run_then_opens_it_when_it_ends(tmp_path):
+    path = tmp_path / "run.json"
+    write(path, range(4), running=True, source="print('train')\n")
+    state = debugger.of({})
+    state.start_following(str(path))
+    assert state.follow is not None and state.rec is None and state.source == "print('train')\n"
+    steps = run_figures.site_steps(state.follow.live.snapshot())
+    assert [s["step"] for s in steps] == [1, 2, 3, 4]
+    assert not state.follow_poll()
+    write(path, range(6), running=False, source="print('train')\n")
+    assert state.follow_poll() and state.follow is None
+    assert len(state.rec.steps) == 6 and state.opened_name == "run.json"
+    assert "Followed" in state.run_status[0]
+
+
+def test_stop_leaves_the_file_its_writer_looks_for(tmp_path):
+    path = tmp_path / "run.json"
+    write(path, range(2), running=True)
+    follow = Follow(str(path))
+    follow.ask_stop()
+    assert os.path.exists(stop_path(path)) and follow.stop_sent
+    assert "stop asked" in follow.label()
+
+
+def test_a_missing_or_broken_file_is_said_and_keeps_what_was_charted(tmp_path):
+    path = tmp_path / "run.json"
+    follow = Follow(str(path))
+    assert not follow.poll() and "Cannot read" in follow.problem
+    write(path, range(3), running=True)
+    assert follow.poll() and follow.problem is None
+    path.write_text('{"schema": "tapeviz.recording/1", "steps": 7}')
+    assert not follow.poll() and follow.problem and follow.live.seen == 3 and follow.running
