@@ -95,15 +95,17 @@ def follow_live(follow, where):
                        "ends the run; every step so far is kept in the file.")
     live = LivePanel(live_slot)
     printed = live_slot.empty()
+    editor_text = state.source
     while not state.follow_poll():
-        if state.follow is None:
-            break
-        box.update(label=follow.label())
+        if state.follow is None or state.source != editor_text:
+            break             # the program's text arrived with the file: the editor shows it
         live.update(follow)
         if follow.snapshot is not None and follow.snapshot.stdout:
             printed.code(follow.snapshot.stdout[-1500:], language=None)
         if follow.problem:
             box.update(label=f"{follow.label()}: {follow.problem}", state="error")
+        else:
+            box.update(label=follow.label(), state="running")
         time.sleep(1.0)
     st.rerun()
 

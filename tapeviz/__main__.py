@@ -151,18 +151,22 @@ def record_main(args) -> int:
     live = None if config.hosted else LiveOutput()
     app = None
     try:
-        if args.live:
-            app = _live_app(args)
-            if app is None:
-                return 2
-        recording = _record_with(pool, args, path, source, live, to_file)
+        try:
+            if args.live:
+                app = _live_app(args)
+                if app is None:
+                    return 2
+            recording = _record_with(pool, args, path, source, live, to_file)
+        finally:
+            pool.close()
+        _write_recording(args, recording, to_file, live)
+        status = told(recording)
+        if app is not None:
+            live_cli.stay_open(app, args.port)
+        return status
     finally:
-        pool.close()
-    _write_recording(args, recording, to_file, live)
-    status = told(recording)
-    if app is not None:
-        live_cli.stay_open(app, args.port)
-    return status
+        if app is not None:               # whatever ended this command ends its app
+            live_cli.stop_app(app)
 
 
 def _live_app(args):

@@ -91,6 +91,8 @@ def start_app(recording: Path, port: int, app: Path) -> subprocess.Popen:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
                "--server.headless", "true"]
+    # SIGTERM ends this command as Ctrl+C does, so its app (a session of its own) ends too
+    signal.signal(signal.SIGTERM, _interrupted)
     return subprocess.Popen(command, env=env, cwd=app.parent, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -100,14 +102,16 @@ def stay_open(app: subprocess.Popen, port: int) -> None:
     """The finished run stays in the app until Ctrl+C (or SIGTERM), then the app ends."""
     print(f"tapeviz record: the app shows the finished run at http://localhost:{port}; "
           "press Ctrl+C to end it", file=sys.stderr)
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
         app.wait()
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
         stop_app(app)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
 
 
 def stop_app(app: subprocess.Popen) -> None:

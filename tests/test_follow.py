@@ -69,3 +69,31 @@ def test_a_missing_or_broken_file_is_said_and_keeps_what_was_charted(tmp_path):
     assert follow.poll() and follow.problem is None
     path.write_text('{"schema": "tapeviz.recording/1", "steps": 7}')
     assert not follow.poll() and follow.problem and follow.live.seen == 3 and follow.running
+
+
+def test_an_end_read_by_a_stopped_script_thread_is_adopted_by_the_next(tmp_path):
+    """Streamlit stops the old script thread at a read of session state when a click reruns
+    the page: the end its follow already read must still become the page's recording."""
+    path = tmp_path / "run.json"
+    write(path, range(2), running=True)
+
+    class Stopping(dict):
+        armed = False
+
+        def pop(self, *args):
+            if self.armed:
+                self.armed = False
+                raise RuntimeError("StopException: the script thread was stopped")
+            return super().pop(*args)
+
+    widgets = Stopping()
+    state = debugger.of(widgets)
+    state.start_following(str(path))
+    write(path, range(5), running=False)
+    widgets.armed = True
+    try:
+        state.follow_poll()
+    except RuntimeError:
+        pass
+    assert state.follow is not None and state.follow.final is not None
+    assert state.follow_poll() and state.follow is None and len(state.rec.steps) == 5

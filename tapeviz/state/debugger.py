@@ -116,25 +116,29 @@ class DebuggerState:
     def start_following(self, path: str) -> None:
         """`tapeviz view --follow` / `record --live`: chart the file's steps while its
         program runs, and open it as the recording once it says it stopped."""
-        self.follow = Follow(path)
-        self.follow_poll()
-        if self.follow is not None:        # still running: its program's text, when written
-            snapshot = self.follow.snapshot
-            self.source = snapshot.source if snapshot is not None else ""
+        self.follow, self.source = Follow(path), ""
+        self.follow_poll()     # still running: the program's text, once the file has it
 
     def follow_poll(self) -> bool:
         """Reread the followed file; True once its run ended and it is the page's recording."""
         follow = self.follow
-        if follow is None or not follow.poll() or follow.final is None:
+        if follow is None:
             return False
+        follow.poll()
+        if follow.final is None:
+            if not self.source and follow.snapshot is not None:   # a file that came later
+                self.source = follow.snapshot.source
+            return False
+        # A click's rerun may stop this script thread at any read of session state: the
+        # follow is let go last, so the next thread adopts the end again if this one stopped
         rec, recorded = follow.final
-        self.follow = None
         self.widgets.pop(EXAMPLE, None)
         self.source, self.opened_name = rec.source, os.path.basename(follow.path)
         self.adopt(rec, recorded)
         self.drawing = None
         self.run_status = (f"Followed {code(self.opened_name)} to its end: drawn from the file",
                            "error" if rec.error is not None else "complete")
+        self.follow = None
         return True
 
     def start_from_url(self, params: dict, view_path: Optional[str] = None) -> None:
