@@ -10,7 +10,7 @@ worker side), and the app's Streamlit process never calls it.
     tapeviz.figure(rec)                 # a plotly Figure; Jupyter shows it inline
 """
 __version__ = "0.1.0"
-__all__ = ["capture", "figure", "compare", "first_nan", "none_gradients", "gradient_audit"]
+__all__ = ["capture", "watch", "figure", "compare", "first_nan", "none_gradients", "gradient_audit"]
 
 
 def capture(max_ops: int = 20_000, tapes=None):
@@ -18,6 +18,16 @@ def capture(max_ops: int = 20_000, tapes=None):
     `tapes=(A, B)` records only top-level tapes A to B-1, as `record --tapes A:B`."""
     from .worker import api          # imports TensorFlow: only now, when asked for
     return api.capture(max_ops=max_ops, tapes=tapes)
+
+
+def watch(path="run.json", every_s: float = 2.0, max_ops: int = 20_000):
+    """A context manager for a training loop of your own: records it as `tapeviz record`
+    does by default (every step's loss and gradient norms, the first, newest and anomalous
+    steps whole, the rest at close to plain speed), rewriting `path` every `every_s` while it
+    runs so `tapeviz view --follow path` charts it live; the page's Stop raises
+    KeyboardInterrupt in the loop, as Ctrl+C would. `with tapeviz.watch("run.json"): ...`"""
+    from .worker import api          # imports TensorFlow: only now, when asked for
+    return api.watch(path, every_s=every_s, max_ops=max_ops)
 
 
 def compare(a, b=None, rtol=1e-5, step_a=None, step_b=None, matched_only=False):

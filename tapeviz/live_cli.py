@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from .recording import Recording, stop_path
+from .recording import Recording, stop_path, write_whole
 from .server import jobs
 
 WRITE_EVERY_S = 1.0
@@ -44,15 +44,8 @@ class LiveFile:
         if not force and time.perf_counter() - self.written < WRITE_EVERY_S:
             return
         self.rec.stdout, self.rec.duration_s = self.output, time.perf_counter() - self.started
-        replace(self.path, json.dumps(self.rec.to_dict(), allow_nan=False))
+        write_whole(self.path, json.dumps(self.rec.to_dict(), allow_nan=False))
         self.written = time.perf_counter()
-
-
-def replace(path: Path, text: str) -> None:
-    """Write `text` to `path` whole: a reader sees the old file or the new one, never half."""
-    part = path.with_name(path.name + ".part")
-    part.write_text(text, encoding="utf-8")
-    os.replace(part, path)
 
 
 def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -277,6 +278,15 @@ class Recording:
     @classmethod
     def from_json(cls, text: str) -> "Recording":
         return cls.from_dict(json.loads(text))
+
+
+def write_whole(path, text: str) -> None:
+    """Write a recording's JSON to `path` whole: a reader following it (state/follow.py)
+    sees the old file or the new one, never half."""
+    part = f"{path}.part"
+    with open(part, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(part, path)
 
 
 def stop_path(path) -> str:

@@ -163,3 +163,20 @@ def settle(page, timeout_ms: int) -> None:
     for _ in range(2):
         page.wait_for_function(SETTLED, timeout=timeout_ms)
         page.wait_for_timeout(1500)
+
+
+# The live run view's headlines ("live: 1,234 gradient calls so far, line 10"), one per
+# charted call, and its charts' drawings (Vega-Lite draws a canvas or an svg) in page order
+LIVE = """Array.from(document.querySelectorAll("[data-testid='stMarkdownContainer']"))
+    .map(e => e.innerText.trim()).filter(t => t.startsWith('live:'))"""
+DRAWN = """Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']"))
+    .map(c => c.querySelector('canvas, svg')).filter(d => d && d.getBoundingClientRect().height > 0)"""
+
+
+def live_title(page) -> str:
+    return "".join(page.evaluate(LIVE))
+
+
+def count(title: str) -> int:
+    """The gradient calls a live headline counts."""
+    return int(title.split()[1].replace(",", ""))

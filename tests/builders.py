@@ -123,3 +123,14 @@ def loop(n, line=6):
     b.rec.tapes.append(Tape(id=1, line=3, persistent=False, watch_accessed_variables=True, parent=None,
                             ops=[op.id for op in b.rec.ops], gradients=[call], end_line=line))
     return b.rec, dict(x=x, y=y)
+
+
+def step_summary(call, loss, norms):
+    """A streamed step summary (a recording's `steps` entry) at train.py line 7."""
+    return {"call": call, "tape": call, "index": 0, "kind": "gradient", "line": 7,
+            "file": "train.py", "target": loss, "scalar": True,
+            "sources": list(range(len(norms))), "norms": norms}
+
+
+STEP_SOURCES = [{"tensor": 1, "name": "w", "variable": "dense/kernel", "layer": "dense"},
+                {"tensor": 2, "name": "b", "variable": "dense/bias", "layer": "dense"}]

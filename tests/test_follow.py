@@ -5,18 +5,17 @@ the writers write them (a Recording rewritten whole), no server."""
 import os
 
 from tapeviz.draw import run_figures
-from tapeviz.live_cli import replace
-from tapeviz.recording import Recording, stop_path
+from tapeviz.recording import Recording, stop_path, write_whole
 from tapeviz.state import debugger
 from tapeviz.state.follow import Follow
-from test_live_steps import SOURCES, summary
+from builders import STEP_SOURCES as SOURCES, step_summary as summary
 
 
 def write(path, calls, running, source="for step in range(9): ...\n"):
     rec = Recording(source, program="train.py", running=running, stdout=f"{len(calls)} steps\n")
     rec.steps = [summary(i, 1.0 / (i + 1), [1.0, 0.5]) for i in calls]
     rec.step_sources = SOURCES
-    replace(path, rec.to_json())
+    write_whole(path, rec.to_json())
     # a rewrite within the same clock tick must still be seen as new
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + len(calls) + 1))
 

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from browser_util import WAIT_MS, browser_page, screenshot_path, streamlit_server
+from browser_util import (DRAWN, LIVE, WAIT_MS, browser_page, count, live_title,
+                          screenshot_path, streamlit_server)
 
 pytestmark = pytest.mark.slow
 
@@ -22,22 +23,6 @@ for step in range(2000):
     b.assign_sub(0.01 * db)
     time.sleep(0.01)
 """
-
-
-# The live headlines ("live: 1,234 gradient calls so far, line 10"), one per charted call
-LIVE = """Array.from(document.querySelectorAll("[data-testid='stMarkdownContainer']"))
-    .map(e => e.innerText.trim()).filter(t => t.startsWith('live:'))"""
-# The live charts' drawings (Vega-Lite draws a canvas or an svg) in page order
-DRAWN = """Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']"))
-    .map(c => c.querySelector('canvas, svg')).filter(d => d && d.getBoundingClientRect().height > 0)"""
-
-
-def live_title(page) -> str:
-    return "".join(page.evaluate(LIVE))
-
-
-def count(title: str) -> int:
-    return int(title.split()[1].replace(",", ""))
 
 
 @pytest.mark.parametrize("viewport", [(1600, 1000), (1280, 720)])

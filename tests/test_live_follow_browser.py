@@ -13,8 +13,8 @@ import urllib.request
 
 import pytest
 
-from browser_util import (ROOT, WAIT_MS, browser_page, free_port, screenshot_path, served)
-from test_live_browser import DRAWN, LIVE, count, live_title
+from browser_util import (DRAWN, LIVE, ROOT, WAIT_MS, browser_page, count, free_port,
+                          live_title, screenshot_path, served)
 
 pytestmark = pytest.mark.slow
 

@@ -3,16 +3,9 @@ import pickle
 
 from tapeviz.draw import run_figures
 from tapeviz.state.live_steps import LiveSteps
+from builders import STEP_SOURCES as SOURCES, step_summary as summary
 
 
-def summary(call, loss, norms):
-    return {"call": call, "tape": call, "index": 0, "kind": "gradient", "line": 7,
-            "file": "train.py", "target": loss, "scalar": True,
-            "sources": list(range(len(norms))), "norms": norms}
-
-
-SOURCES = [{"tensor": 1, "name": "w", "variable": "dense/kernel", "layer": "dense"},
-           {"tensor": 2, "name": "b", "variable": "dense/bias", "layer": "dense"}]
 
 
 def test_every_step_is_kept_up_to_the_bound_and_charted_in_order():

@@ -7,6 +7,7 @@ the server down.
 """
 from __future__ import annotations
 
+import _thread
 import io
 import linecache
 import sys
@@ -18,7 +19,8 @@ from typing import Optional
 
 import tensorflow as tf
 
-from . import active
+from . import active, sink
+from .keep import Keep
 from .capture import DEFAULT_MAX_OPS, Session
 from .instrumented import adopt_tapes, make_tape_class, user_tape_site
 from .window import TapeWindow
@@ -62,10 +64,13 @@ class Capture:
     tape class bound by name before the block (`from tensorflow import GradientTape`) is
     instrumented too when the block's files enter it (adopted at its `__enter__`)."""
 
-    def __init__(self, max_ops: int = DEFAULT_MAX_OPS, tapes: Optional[tuple] = None):
-        self.max_ops, self.tapes = max_ops, tapes
+    def __init__(self, max_ops: int = DEFAULT_MAX_OPS, tapes: Optional[tuple] = None,
+                 keep: Optional[Keep] = None, path=None, every_s: float = 2.0):
+        self.max_ops, self.tapes, self.keep = max_ops, tapes, keep
+        self.path, self.every_s = path, every_s
         self.recording: Optional[Recording] = None
         self._state = None
+        self._rewriter: Optional[sink.Rewriter] = None
 
     # -- the block --------------------------------------------------------------------------
     def __enter__(self) -> "Capture":
@@ -90,7 +95,7 @@ class Capture:
         adopted = adopt_tapes(session, GradientTape, lambda code: threading.get_ident()
                               == owner and user_tape_site(session, code))
         adopted.__enter__()
-        window = TapeWindow(session, self.tapes)
+        window = TapeWindow(session, self.tapes, keep=self.keep)
         creator = tf.variable_creator_scope(session.on_variable)
         creator.__enter__()
         tee = _Tee(sys.stdout)
@@ -98,8 +103,11 @@ class Capture:
         window.open()
         running = active.recording(session)      # tapeviz.keras.Watch's steps join ours
         running.__enter__()
-        self._state = (session, window, creator, patched, tee, frame, adopted, running,
-                       time.perf_counter())
+        started = time.perf_counter()
+        self._state = (session, window, creator, patched, tee, frame, adopted, running, started)
+        if self.path is not None:                # tapeviz.watch: the file, rewritten live
+            self._rewriter = sink.Rewriter(self.path, lambda: _so_far(session, tee, started),
+                                           self.every_s, _interrupter(owner))
         return self
 
     def __exit__(self, typ, value, tb):
@@ -120,6 +128,9 @@ class Capture:
             session.quiet -= 1
         error = _error(session, value) if value is not None else None
         self.recording = session.finish(tee.text(), error, time.perf_counter() - started)
+        if self._rewriter is not None:
+            self._rewriter.close(self.recording)
+            self._rewriter = None
         return False                         # the block's exception goes on, as without us
 
     # -- the result -------------------------------------------------------------------------
@@ -159,5 +170,31 @@ def _error(session: Session, exc: BaseException) -> Error:
     return Error(type(exc).__name__, str(exc) or type(exc).__name__, line, file=file)
 
 
+def _so_far(session: Session, tee: _Tee, started: float) -> Recording:
+    """What a watched block has done so far, for its file: its steps and output. Read from
+    the rewriter's thread: the block's thread only appends to these (copied whole)."""
+    steps = session.steps
+    rec = Recording(session.source, program=session.files.main, running=True,
+                    stdout=tee.text(), duration_s=time.perf_counter() - started)
+    rec.steps, rec.step_sources = list(steps.kept), list(steps.named)
+    return rec
+
+
+def _interrupter(owner: int):
+    """Stop as Ctrl+C would: KeyboardInterrupt in the block, when it runs on the main thread
+    (Python delivers it there alone); a block on another thread runs on to its end."""
+    def interrupt():
+        if owner == threading.main_thread().ident:
+            _thread.interrupt_main()
+    return interrupt
+
+
 def capture(max_ops: int = DEFAULT_MAX_OPS, tapes: Optional[tuple] = None) -> Capture:
     return Capture(max_ops, tapes)
+
+
+def watch(path, every_s: float = 2.0, max_ops: int = DEFAULT_MAX_OPS) -> Capture:
+    """`capture()` as `record` does by default (every step summarized, a loop's first,
+    newest and anomalous steps kept whole, the rest at close to plain speed), with `path`
+    rewritten every `every_s` while the block runs, for `tapeviz view --follow`."""
+    return Capture(max_ops, keep=Keep(), path=path, every_s=every_s)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Optional
 
 import tensorflow as tf
 
-from ..recording import Recording, stop_path
+from ..recording import Recording, stop_path, write_whole
 from . import active
 from .capture.steps import StepLog
 from .frames import UserFiles
@@ -127,9 +128,7 @@ class FileSink(Sink):
         rec = self.recording(running)
         self.written = time.perf_counter()
         if self.path is not None:
-            part = self.path.with_name(self.path.name + ".part")
-            part.write_text(rec.to_json(), encoding="utf-8")
-            os.replace(part, self.path)
+            write_whole(self.path, rec.to_json())
         return rec
 
     def close(self) -> Recording:
@@ -143,3 +142,34 @@ class FileSink(Sink):
 def open_sink(path, frame, every_s: float) -> Sink:
     session = active.session()
     return SessionSink(session, frame) if session is not None else FileSink(path, frame, every_s)
+
+
+class Rewriter:
+    """A thread that rewrites `path` with `snapshot()` (a running Recording) every `every_s`
+    while a block runs (`tapeviz.watch`), and calls `on_stop()` once when the page following
+    the file asks for a stop. The block's thread only appends summaries to its StepLog."""
+
+    def __init__(self, path, snapshot, every_s: float, on_stop):
+        self.path, self.snapshot, self.every_s, self.on_stop = str(path), snapshot, every_s, on_stop
+        self.done = threading.Event()
+        self.asked = False
+        self.thread = threading.Thread(target=self._run, name="tapeviz-rewrite", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(self.every_s):
+            try:
+                write_whole(self.path, self.snapshot().to_json())
+            except Exception:        # noqa: BLE001 - a full disk must not end the program
+                pass
+            if not self.asked and os.path.exists(stop_path(self.path)):
+                self.asked = True
+                self.on_stop()
+
+    def close(self, final: Recording) -> None:
+        """The block ended: its whole recording, the file's last write."""
+        self.done.set()
+        self.thread.join()
+        write_whole(self.path, final.to_json())
+        with contextlib.suppress(OSError):
+            os.remove(stop_path(self.path))
