@@ -19,32 +19,39 @@ from typing import Optional
 
 from .recording import Recording, stop_path, write_whole
 from .server import jobs
+from .state.live_steps import LiveSteps
 
 WRITE_EVERY_S = 1.0
 OUTPUT_KEPT = 20_000          # characters of printed output a snapshot carries (its tail)
 
 
 class LiveFile:
-    """The recording file while the run goes on: source, steps so far, output's tail."""
+    """The recording file while the run goes on: source, steps so far, output's tail. The
+    steps are held as the page holds a live run (LiveSteps: the first and newest whole, the
+    ones between thinned), so a rewrite a second stays small however long the run; the
+    page takes each rewrite's new steps, and the last write is the whole recording."""
 
     def __init__(self, path: Path, source: str, program: str):
         self.path, self.started = path, time.perf_counter()
-        self.rec = Recording(source, program=program, running=True)
+        self.source, self.program = source, program
+        self.steps = LiveSteps()
         self.output = ""
         self.written = 0.0
 
     def take(self, event) -> None:
         if isinstance(event, jobs.Steps):
-            self.rec.steps.extend(event.steps)
-            self.rec.step_sources.extend(event.step_sources)
+            self.steps.take(event.steps, event.step_sources)
         elif isinstance(event, jobs.Output):
             self.output = (self.output + event.text)[-OUTPUT_KEPT:]
 
     def write(self, force: bool = False) -> None:
         if not force and time.perf_counter() - self.written < WRITE_EVERY_S:
             return
-        self.rec.stdout, self.rec.duration_s = self.output, time.perf_counter() - self.started
-        write_whole(self.path, json.dumps(self.rec.to_dict(), allow_nan=False))
+        run = self.steps.snapshot()
+        rec = Recording(self.source, program=self.program, running=True, stdout=self.output,
+                        duration_s=time.perf_counter() - self.started, steps=run.steps,
+                        step_sources=run.step_sources, dropped=run.dropped)
+        write_whole(self.path, json.dumps(rec.to_dict(), allow_nan=False))
         self.written = time.perf_counter()
 
 

@@ -280,6 +280,19 @@ class Recording:
         return cls.from_dict(json.loads(text))
 
 
+# A running snapshot carries a long run's first and newest steps only: rewritten every second
+# or two, it stays a few MiB however long the run (the last write holds them all). A page
+# following it takes each rewrite's new steps, so it misses none that came while it looked.
+RUNNING_FIRST, RUNNING_NEWEST = 200, 3_800
+
+
+def running_steps(steps: list) -> list:
+    """The steps a running snapshot of `steps` carries: all, or the first and the newest."""
+    if len(steps) <= RUNNING_FIRST + RUNNING_NEWEST:
+        return list(steps)
+    return list(steps[:RUNNING_FIRST]) + list(steps[-RUNNING_NEWEST:])
+
+
 def write_whole(path, text: str) -> None:
     """Write a recording's JSON to `path` whole: a reader following it (state/follow.py)
     sees the old file or the new one, never half."""

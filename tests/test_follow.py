@@ -96,3 +96,23 @@ def test_an_end_read_by_a_stopped_script_thread_is_adopted_by_the_next(tmp_path)
         pass
     assert state.follow is not None and state.follow.final is not None
     assert state.follow_poll() and state.follow is None and len(state.rec.steps) == 5
+
+
+def test_a_long_runs_snapshot_stays_small_and_the_page_still_gets_every_new_step(tmp_path):
+    from tapeviz.live_cli import LiveFile
+    from tapeviz.recording import RUNNING_FIRST, RUNNING_NEWEST, running_steps
+    from tapeviz.server.jobs import Steps
+    assert running_steps(list(range(10_000))) == \
+        list(range(RUNNING_FIRST)) + list(range(10_000 - RUNNING_NEWEST, 10_000))
+    path = tmp_path / "run.json"
+    live = LiveFile(path, "print()\n", "train.py")
+    follow = Follow(str(path))
+    for start in range(0, 20_000, 2_000):       # a second's worth of steps, then a rewrite
+        live.take(Steps([summary(i, 1.0, [1.0, 0.5]) for i in range(start, start + 2_000)],
+                        SOURCES if start == 0 else []))
+        live.write(force=True)
+        os.utime(path, ns=(0, start + 1))
+        assert follow.poll()
+    assert follow.live.seen == 20_000           # the page took each rewrite's new steps
+    # thinned as the page thins a live run (KEEP_ALL, give or take the newest second's steps)
+    assert len(follow.snapshot.steps) < 6_000 and follow.snapshot.dropped["steps"] > 10_000

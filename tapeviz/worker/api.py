@@ -24,7 +24,7 @@ from .keep import Keep
 from .capture import DEFAULT_MAX_OPS, Session
 from .instrumented import adopt_tapes, make_tape_class, user_tape_site
 from .window import TapeWindow
-from ..recording import Error, Recording
+from ..recording import Error, Recording, running_steps
 
 
 class _Tee(io.TextIOBase):
@@ -176,7 +176,7 @@ def _so_far(session: Session, tee: _Tee, started: float) -> Recording:
     steps = session.steps
     rec = Recording(session.source, program=session.files.main, running=True,
                     stdout=tee.text(), duration_s=time.perf_counter() - started)
-    rec.steps, rec.step_sources = list(steps.kept), list(steps.named)
+    rec.steps, rec.step_sources = running_steps(list(steps.kept)), list(steps.named)
     return rec
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from ..recording import Recording, stop_path, write_whole
+from ..recording import Recording, running_steps, stop_path, write_whole
 from . import active
 from .capture.steps import StepLog
 from .frames import UserFiles
@@ -117,7 +117,9 @@ class FileSink(Sink):
     def recording(self, running: bool = False) -> Recording:
         rec = Recording(self.source, program=self.files.main, running=running,
                         duration_s=time.perf_counter() - self.started)
-        rec.steps, rec.step_sources = list(self.steps.kept), list(self.steps.named)
+        kept = list(self.steps.kept)
+        rec.steps = running_steps(kept) if running else kept
+        rec.step_sources = list(self.steps.named)
         rec.warnings = list(self.warnings)
         if self.steps.dropped:
             rec.dropped["steps"] = self.steps.dropped
