@@ -25,6 +25,9 @@ Two loops:
         the stats of one big activation, the stats thread's unit of work
     python bench/record_cost.py exits [--lines 20000]
         what streaming a run's printed output to the server costs
+    python bench/record_cost.py keras [--pairs 3] [--steps 300]
+        model.fit() of the guide's CNN, compiled, with tapeviz.keras.Watch against without
+        (the epochs after the first, which traces), in pairs of fresh processes
 
 `--steps` (and `--warmup`) shorten any loop, for a quick check that a command runs.
 """
@@ -467,6 +470,67 @@ def exits(args, tmp: Path) -> None:
               f"{b * 1e3:.0f} ms ({len(messages)} messages), ratio {b / a:.2f}")
 
 
+FIT = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    import keras
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(32 * STEPS, 28, 28, 1)).astype("float32")
+    y = np.random.default_rng(1).integers(0, 10, size=32 * STEPS)
+    model = keras.Sequential([
+        keras.Input((28, 28, 1)),
+        keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(10),
+    ])
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    times = []
+
+    class Timed(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t, self.c = time.perf_counter(), time.process_time()
+
+        def on_epoch_end(self, epoch, logs=None):
+            times.append((time.perf_counter() - self.t, time.process_time() - self.c))
+
+    callbacks = [Timed()]
+    if sys.argv[1] == "watch":
+        import tapeviz.keras
+        callbacks.append(tapeviz.keras.Watch(sys.argv[2]))
+    model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=callbacks)
+    print("LOOP_SECONDS", sum(t for t, _ in times[1:]))    # the first epoch traces
+    print("LOOP_CPU", sum(c for _, c in times[1:]))
+""")
+
+
+def keras(args, tmp: Path) -> None:
+    """Pairs of fresh processes, the order alternating, as `loops` does."""
+    program = tmp / "fit_cnn.py"
+    program.write_text(FIT.replace("STEPS", str(args.steps or 300)))
+
+    def run(mode: str) -> tuple:
+        out = subprocess.run([sys.executable, str(program), mode, str(tmp / "run.json")],
+                             env=child_env(), capture_output=True, text=True, check=True).stdout
+        return float(printed(out, "LOOP_SECONDS")), float(printed(out, "LOOP_CPU"))
+
+    ratios, cpu_ratios = [], []
+    print(f"model.fit(), compiled, {args.steps or 300} steps an epoch: plain vs "
+          "tapeviz.keras.Watch (epochs 2 and 3):")
+    for i in range(args.pairs):
+        order = ("plain", "watch") if i % 2 == 0 else ("watch", "plain")
+        got = {mode: run(mode) for mode in order}
+        (p, p_cpu), (w, w_cpu) = got["plain"], got["watch"]
+        ratios.append(w / p)
+        cpu_ratios.append(w_cpu / p_cpu)
+        print(f"  pair {i + 1}: plain {p:6.2f} s, watched {w:6.2f} s: {w / p:.2f}x; "
+              f"CPU {p_cpu:.2f} s, {w_cpu:.2f} s: {w_cpu / p_cpu:.2f}x", flush=True)
+    print(f"  median ratio {statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]; "
+          f"of CPU time {statistics.median(cpu_ratios):.2f}x "
+          f"[{min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}]")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -493,6 +557,8 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=300)
     p = sub.add_parser("exits")
     p.add_argument("--lines", type=int, default=20_000)
+    p = sub.add_parser("keras", parents=[sizes])
+    p.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
     if getattr(args, "all_steps", False):
         RECORD_FLAGS.append("--all-steps")

@@ -176,3 +176,63 @@ def test_under_record_the_steps_join_the_recording(tmp_path, eager):
     assert any("ran eagerly" in w["message"] for w in rec.warnings) == eager
     assert not list(tmp_path.glob("*.json.part")) and sorted(p.name for p in tmp_path.glob(
         "*.json")) == ["run.json"]
+
+
+class GAN(keras.Model):
+    """Keras's GAN pattern: compile() takes two optimizers, train_step applies each."""
+
+    def __init__(self):
+        super().__init__()
+        self.d = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)], name="d")
+        self.g = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8)], name="g")
+
+    def compile(self, d_optimizer, g_optimizer):
+        super().compile()
+        self.d_optimizer, self.g_optimizer = d_optimizer, g_optimizer
+
+    def train_step(self, real):
+        z = real[:, :4] * 0.5
+        with tf.GradientTape() as tape:
+            fake = self.g(z)
+            d_loss = tf.reduce_mean(tf.nn.softplus(-self.d(real)) + tf.nn.softplus(self.d(fake)))
+        grads = tape.gradient(d_loss, self.d.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(grads, self.d.trainable_weights))   # D_LINE
+        with tf.GradientTape() as tape:
+            g_loss = tf.reduce_mean(tf.nn.softplus(-self.d(self.g(z))))
+        grads = tape.gradient(g_loss, self.g.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(grads, self.g.trainable_weights))   # G_LINE
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+
+def gan():
+    keras.utils.set_random_seed(5)
+    model = GAN()
+    model.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+    return model
+
+
+def test_a_gans_two_optimizers_are_two_series_at_their_lines(tmp_path, capsys):
+    real = np.random.default_rng(2).normal(size=(64, 8)).astype("float32")
+    plain = gan()
+    plain.fit(real, batch_size=16, epochs=2, shuffle=False, verbose=2)
+    plain_out = capsys.readouterr().out
+    watched, watch = gan(), tapeviz.keras.Watch(tmp_path / "run.json")
+    watched.fit(real, batch_size=16, epochs=2, shuffle=False, verbose=2, callbacks=[watch])
+    assert without_times(capsys.readouterr().out) == without_times(plain_out)
+    for a, b in zip(plain.weights, watched.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    rec = watch.recording
+    source = open(__file__).read().splitlines()
+    lines = {name: next(i + 1 for i, text in enumerate(source) if text.endswith(f"# {name}"))
+             for name in ("D_LINE", "G_LINE")}
+    by_line = {}
+    for s in rec.steps:
+        by_line.setdefault(s.line, []).append(s)
+    assert sorted(by_line) == sorted(lines.values())
+    assert all(len(steps) == 8 for steps in by_line.values())      # 4 batches, 2 epochs
+    names = {line: {rec.step_sources[i].variable for i in steps[0].sources}
+             for line, steps in by_line.items()}
+    assert names[lines["D_LINE"]] == {v.path for v in watched.d.trainable_weights}
+    assert names[lines["G_LINE"]] == {v.path for v in watched.g.trainable_weights}
+    assert all(n is not None and n > 0 for s in rec.steps for n in s.norms)
+    assert any("each optimizer's loss is not known" in w["message"] for w in rec.warnings)

@@ -20,6 +20,7 @@ from ..recording import Recording, running_steps, stop_path, write_whole
 from . import active
 from .capture.steps import StepLog
 from .frames import UserFiles
+from .traced import traced_line
 
 
 class Sink:
@@ -31,6 +32,13 @@ class Sink:
 
     def key(self, variable) -> int:
         return self.keys.setdefault(id(variable), -(len(self.keys) + 1))
+
+    def where_of(self, frame) -> tuple:
+        """(file, line) of the user's line nearest `frame` outward, as the recording names
+        files (autograph's converted copy of a train_step mapped back to its line); fit()'s
+        line when the call came from Keras's own train_step."""
+        name, line, _ = traced_line(frame, self.files, self.lines)
+        return (name, line) if name is not None and (name, line) != self.where[:2] else self.where
 
     def note_once(self, message: str) -> None:
         if message not in self._noted:
@@ -44,9 +52,10 @@ class SessionSink(Sink):
     """Into the session now recording this program: its StepLog and its warnings."""
 
     def __init__(self, session, frame):
-        name = session.files.name(frame.f_code.co_filename) if frame is not None else None
-        super().__init__((name, frame.f_lineno if name is not None else None))
         self.session, self._noted = session, set()
+        self.files, self.lines = session.files, session.traced_lines_cache
+        name = self.files.name(frame.f_code.co_filename) if frame is not None else None
+        super().__init__((name, frame.f_lineno if name is not None else None))
 
     def key(self, variable) -> int:
         """The variable's recording id when the recording met it, so its series is the one
@@ -63,8 +72,8 @@ class SessionSink(Sink):
     def new_tape(self) -> int:
         return self.session.new_tape_id()
 
-    def add(self, tape, loss, variables, norms, hist) -> None:
-        self.session.steps.add_watched(tape, self.where, loss, variables, norms, hist)
+    def add(self, tape, where, loss, variables, norms, hist) -> None:
+        self.session.steps.add_watched(tape, where, loss, variables, norms, hist)
 
     def stop_asked(self) -> bool:
         return False             # the page stops the whole run (`record --live`)
@@ -82,7 +91,7 @@ class FileSink(Sink):
 
     def __init__(self, path, frame, every_s: float):
         filename = frame.f_code.co_filename if frame is not None else "<unknown>"
-        self.files = UserFiles(filename)
+        self.files, self.lines = UserFiles(filename), {}
         super().__init__((self.files.main, frame.f_lineno if frame is not None else None))
         self.path = Path(path) if path is not None else None
         self.every_s, self.started = every_s, time.perf_counter()
@@ -100,8 +109,8 @@ class FileSink(Sink):
         self.tapes += 1
         return self.tapes - 1
 
-    def add(self, tape, loss, variables, norms, hist) -> None:
-        self.steps.add_watched(tape, self.where, loss, variables, norms, hist)
+    def add(self, tape, where, loss, variables, norms, hist) -> None:
+        self.steps.add_watched(tape, where, loss, variables, norms, hist)
         if self.path is not None and time.perf_counter() - self.written >= self.every_s:
             self.write()
 
