@@ -9,6 +9,14 @@ from browser_util import (DRAWN, LIVE, WAIT_MS, browser_page, count, live_title,
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(scope="module")
+def url():
+    """One server for the module: each test opens its own page (a session of its own), and
+    a closed page's run is cancelled within a second, so the tests do not wait on each other."""
+    with streamlit_server() as address:
+        yield address
+
 LOOP = """import time
 import tensorflow as tf
 
@@ -26,9 +34,9 @@ for step in range(2000):
 
 
 @pytest.mark.parametrize("viewport", [(1600, 1000), (1280, 720)])
-def test_the_run_view_fills_while_the_program_runs(viewport):
+def test_the_run_view_fills_while_the_program_runs(url, viewport):
     from tapeviz.state import share
-    with streamlit_server() as url, browser_page() as page:
+    with browser_page() as page:
         page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
         start = time.monotonic()
         page.goto(f"{url}/?code={share.encode(LOOP)}")
@@ -51,15 +59,18 @@ def test_the_run_view_fills_while_the_program_runs(viewport):
         assert kept == ["first"] * 3, kept          # and the charts held still while it did
 
 
-def test_stop_ends_the_program_and_keeps_every_step_streamed():
+def test_stop_ends_the_program_and_keeps_every_step_streamed(url):
     from tapeviz.state import share
-    with streamlit_server() as url, browser_page() as page:
+    with browser_page() as page:
         page.goto(f"{url}/?code={share.encode(LOOP)}")
         page.wait_for_function(f"({LIVE}).length == 1", timeout=WAIT_MS)
         page.wait_for_timeout(1500)
         shown = count(page.evaluate(LIVE)[0])
         page.get_by_role("button", name="Stop, keep the steps").click()
         page.get_by_text("The run, step by step").wait_for(timeout=WAIT_MS)
+        # ended as Ctrl+C would end it: the program's KeyboardInterrupt, not a killed worker
+        page.get_by_text("stopped from tapeviz, as Ctrl+C would stop it").first.wait_for(
+            timeout=WAIT_MS)
         page.wait_for_timeout(1500)
         page.screenshot(path=screenshot_path("live_run_stopped.png"))
         title = page.evaluate("""Array.from(document.querySelectorAll('.js-plotly-plot .gtitle'))
@@ -87,9 +98,9 @@ for step in range(2000):
 """
 
 
-def test_a_gan_loops_two_tapes_are_both_charted_live():
+def test_a_gan_loops_two_tapes_are_both_charted_live(url):
     from tapeviz.state import share
-    with streamlit_server() as url, browser_page() as page:
+    with browser_page() as page:
         page.goto(f"{url}/?code={share.encode(GAN)}")
         # Both calls are charted (loss, norms, heat strips each) once both streamed steps
         both = f"""({LIVE}).map(t => t.split(' ').pop()).sort().join(',') == '10,13'
