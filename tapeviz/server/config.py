@@ -14,6 +14,9 @@ from typing import Optional
 class Limits:
     """What one worker may use. Local mode is generous; hosted mode is strict."""
     timeout_s: float = 30.0
+    # A page's run that charts its steps live runs on to this, from its start (local mode:
+    # the user watches it and has Stop); None: timeout_s holds (hosted: the class's walls)
+    live_timeout_s: Optional[float] = None
     cpu_s: Optional[int] = None
     address_space_bytes: Optional[int] = None
     file_size_bytes: Optional[int] = None
@@ -52,7 +55,7 @@ class Config:
     @classmethod
     def from_env(cls, env=os.environ) -> "Config":
         """TAPEVIZ_MODE=hosted turns on hosted mode; TAPEVIZ_WORKERS, _WARM, _TRAINING_JOBS,
-        _TIMEOUT_S, _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
+        _TIMEOUT_S, _LIVE_TIMEOUT_S (local), _CPU_S, _MEMORY_GB, _FILE_MB, _PROCESSES, _TRAINING_S, _SANDBOX,
         _DISK_MB, _CGROUP_MEMORY_GB, _OPEN_FILES and _SLEEPERS override its limits; TAPEVIZ_ZYGOTE=0
         spawns workers instead of forking them (in hosted mode, each into its own bwrap); TAPEVIZ_LINK_RUN_S (0: never) is how
         long the pages that open one example's link share its recording;
@@ -82,7 +85,8 @@ class Config:
                             # TensorFlow opens ~100 files; a low bound stops fd exhaustion.
                             open_files=int(env.get("TAPEVIZ_OPEN_FILES", 256)))
         else:
-            limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)))
+            limits = Limits(timeout_s=float(env.get("TAPEVIZ_TIMEOUT_S", 30)),
+                            live_timeout_s=float(env.get("TAPEVIZ_LIVE_TIMEOUT_S", 600)) or None)
         # Hosted: one forked worker ready per run slot (about 13 MiB of its own each), so a
         # burst of Runs does not wait in its slot for a fork and TensorFlow's context. (More
         # slots than cores did not shorten thirty pages' waits: 4 and 8 slots on 2 cores gave

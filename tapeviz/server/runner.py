@@ -231,12 +231,21 @@ class Runner:
                 "timeout": self._timeout(spec), "max_ops": limits.max_ops,
                 "max_stdout": limits.max_stdout, "limits": limits.rlimits(),
                 "program": program, "tapes": list(spec.tapes) if spec.tapes else None,
+                "live_timeout": self._live_timeout(spec),
                 "eager": spec.eager, "keep_steps": spec.keep_steps,
                 "keep": {"first": spec.keep_steps, "newest": spec.newest,
                          "anomalies": spec.anomalies}}
 
     def _timeout(self, spec) -> float:
         return self.config.limits.timeout_s if spec.timeout is None else spec.timeout
+
+    def _live_timeout(self, spec) -> Optional[float]:
+        """A page's run (the config's limit) that charts steps live runs on to this (local
+        mode only: hosted, nothing the worker sends may move a deadline)."""
+        live = self.config.limits.live_timeout_s
+        if spec.kind != "record" or spec.timeout is not None or self.config.hosted or not live:
+            return None
+        return live if live > self._timeout(spec) else None
 
     def deadline_s(self, spec) -> Optional[float]:
         """How long after it is sent a job may take in all; None: no bound (local training).
@@ -259,7 +268,7 @@ class Runner:
         limits = self.config.limits
         total = self.deadline_s(job.spec)
         deadline = None if total is None else time.monotonic() + total
-        printed = ""
+        printed, lifted = "", False
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             message = worker.next_message(left)
@@ -273,6 +282,11 @@ class Runner:
             elif kind == "steps" and job.spec.kind == "record":
                 streamed.add_steps(message["steps"], message["step_sources"])
                 job.emit(Steps(message["steps"], message["step_sources"]))
+                live = self._live_timeout(job.spec)
+                if live and message["steps"] and deadline is not None and not lifted:
+                    # the worker lifted its limit when it sent these (recorder._Timer.lift)
+                    lifted = True
+                    deadline += live - self._timeout(job.spec)
             elif kind == "stopped" and job.spec.kind == "record":
                 job.emit(Phase("finishing"))   # the time limit was kept; a recording follows
                 if not self.config.hosted:

@@ -171,7 +171,20 @@ class _Timer:
     fired = False
     line: Optional[int] = None    # the program's line the first alarm interrupted
     deadline: Optional[float] = None   # time.monotonic() when the limit is up (None: none)
+    seconds: float = 0.0          # the limit, from the program's start
     deferred: int = 0             # alarms that fell inside tapeviz's code and waited
+    live_seconds: Optional[float] = None   # the limit once the program charts its steps
+
+    def lift(self) -> None:
+        """The program's first steps were streamed (step_stream.py): the page charts them live
+        and has Stop, so, where the job allows (local mode's page), its limit becomes
+        `live_seconds` from its start. The runner lifts its own deadline on the same message."""
+        live = self.live_seconds
+        if not live or self.deadline is None or self.fired or live <= self.seconds:
+            return
+        self.deadline += live - self.seconds
+        self.seconds = live
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, self.deadline - time.monotonic()))
 
     def overrun(self, thread: threading.Thread, filename: str) -> None:
         """A thread of the program still runs at the limit, after its main code ended."""
@@ -239,7 +252,7 @@ def _time_limit(seconds: Optional[float], filename: str = "program.py"):
         raise Timeout()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    timer.deadline = time.monotonic() + seconds
+    timer.deadline, timer.seconds = time.monotonic() + seconds, seconds
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield timer
@@ -277,7 +290,7 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
            namespace: Optional[dict] = None, program: Optional[dict] = None,
            tapes: Optional[tuple] = None, emit=None, on_stopped=None,
            eager: bool = False, keep_steps: Optional[int] = None,
-           keep: Optional[Keep] = None) -> Recording:
+           keep: Optional[Keep] = None, live_timeout: Optional[float] = None) -> Recording:
     """Run `source` as a program under the recorder and return what it recorded.
 
     Never raises for a fault of the program: syntax errors, exceptions and timeouts are
@@ -292,7 +305,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     call os._exit, the recording so far (see exits.py). `on_stopped()` is called when the
     program has stopped and the recording is being built (the runner then knows the time
     limit was kept and waits for a large recording). `eager` runs it with tf.functions run
-    eagerly (see _functions_eagerly)."""
+    eagerly (see _functions_eagerly). `live_timeout`: the time limit, from the start, of a
+    program once its first step summaries were streamed (a run the page charts live)."""
     started = time.perf_counter()
     session = Session(source, filename, max_ops)
     shown = terminal.opened(program)
@@ -308,7 +322,8 @@ def record(source: str, filename: str = "program.py", timeout: Optional[float] =
     window.open()
     try:
         error = _run(session, code, namespace, env=env, tape_class=tape_class, out=out,
-                     err=err, emit=emit, started=started, timeout=timeout, eager=eager)
+                     err=err, emit=emit, started=started, timeout=timeout, eager=eager,
+                     live_timeout=live_timeout)
     finally:
         shown.close()
         window.close()
@@ -359,20 +374,43 @@ def _program_globals(session: Session, program: Optional[dict], namespace: Optio
     return tape_class, env, namespace
 
 
+class _LiveLimit:
+    """Called by the step stream when it first sends steps: lifts the time limit (once the
+    timer exists) to `seconds`, for a run the page charts live (_Timer.lift)."""
+
+    def __init__(self, seconds: Optional[float]):
+        self.seconds, self.timer, self.asked = seconds, None, False
+
+    @contextlib.contextmanager
+    def armed(self, timer: "_Timer"):
+        timer.live_seconds = self.seconds
+        self.timer = timer
+        if self.asked:
+            timer.lift()
+        yield
+
+    def __call__(self) -> None:
+        self.asked = True
+        if self.timer is not None:
+            self.timer.lift()
+
+
 def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, emit,
-         started: float, timeout: Optional[float], eager: bool) -> Optional[Error]:
+         started: float, timeout: Optional[float], eager: bool,
+         live_timeout: Optional[float] = None) -> Optional[Error]:
     """Run the compiled program with its output, time limit, tapes and exit steps in place;
     the error it ended with (None: it finished, or exited with status 0)."""
     filename = session.filename
     timer = None
+    live = _LiveLimit(live_timeout)
     try:
-        with exits.streamed(out, emit) as streamed, streamed_steps(session, emit), \
+        with exits.streamed(out, emit) as streamed, streamed_steps(session, emit, live), \
                 native_output.captured(streamed) as stdout, \
                 native_output.captured(err, 2) as stderr, contextlib.redirect_stdout(stdout), \
                 contextlib.redirect_stderr(stderr), \
                 exits.answer_os_exit(emit and exits.send_recording_on_exit(
                     session, stdout, started, emit, stderr)), \
-                _time_limit(timeout, filename) as timer, \
+                _time_limit(timeout, filename) as timer, live.armed(timer), \
                 _watched(session, timer, timeout, emit, out, err, started), env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
@@ -382,7 +420,8 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
         exc = _as_timeout(exc, timer)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             return None
-        return _error(session, exc, filename, timeout or 0, timer)
+        return _error(session, exc, filename, (timer.seconds if timer else 0) or timeout or 0,
+                      timer)
     return None
 
 

@@ -176,6 +176,7 @@ def main(argv=None) -> int:
                               eager=bool(job.get("eager")),
                               keep_steps=job.get("keep_steps"),
                               keep=Keep.from_job(job.get("keep")),
+                              live_timeout=job.get("live_timeout"),
                               emit=channel.send,
                               on_stopped=lambda: channel.send({"type": "stopped"}))
         if os.getpid() != me:     # a child the program forked ran to here: it says nothing

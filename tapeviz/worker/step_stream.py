@@ -23,8 +23,9 @@ class StepStream:
     """Sends `session.steps`' fresh summaries through `emit` from a thread of its own: the
     program's thread only appends to a list (StepLog.take_fresh)."""
 
-    def __init__(self, session, emit: Callable[[dict], None], every: float = STREAM_S):
-        self.session, self.emit, self.every = session, emit, every
+    def __init__(self, session, emit: Callable[[dict], None], every: float = STREAM_S,
+                 on_first: Optional[Callable[[], None]] = None):
+        self.session, self.emit, self.every, self.on_first = session, emit, every, on_first
         self.pid = os.getpid()
         self.sources_sent = 0
         self.lock = threading.Lock()
@@ -58,6 +59,9 @@ class StepStream:
                                "step_sources": sources if n == 0 else []})
                 except Exception:                 # the channel is gone: the run goes on
                     return
+            if fresh and self.on_first is not None:   # the runner sees the same message
+                first, self.on_first = self.on_first, None
+                first()
 
     def stop(self) -> None:
         self.stopped.set()
@@ -78,12 +82,13 @@ def _messages(summaries: list) -> list:
 
 
 @contextlib.contextmanager
-def streamed_steps(session, emit: Optional[Callable[[dict], None]]):
-    """While the program runs, its step summaries stream through `emit` (None: not)."""
+def streamed_steps(session, emit: Optional[Callable[[dict], None]], on_first=None):
+    """While the program runs, its step summaries stream through `emit` (None: not);
+    `on_first()` is called once the first summaries were sent."""
     if emit is None:
         yield None
         return
-    stream = StepStream(session, emit)
+    stream = StepStream(session, emit, on_first=on_first)
     try:
         yield stream
     finally:

@@ -40,14 +40,17 @@ class Watchdog:
         self.stopped.set()
 
     def _watch(self) -> None:
-        wait = max(0.0, self.timer.deadline - time.monotonic()) + WATCHDOG_S
-        if self.stopped.wait(wait):
-            return
+        while True:      # the limit may be lifted while it waits (a run charted live)
+            wait = max(0.0, self.timer.deadline - time.monotonic()) + WATCHDOG_S
+            if self.stopped.wait(wait):
+                return
+            if time.monotonic() >= self.timer.deadline + WATCHDOG_S:
+                break
         self.session.quiet += 1000   # the op callback returns at once from now on
         frame = sys._current_frames().get(self.main.ident)
         user = self.session.user_frame(frame) if frame is not None else None
         error = Error("Timeout", f"the program ran longer than its time limit of "
-                      f"{self.timeout:g} s and did not stop when asked; what it recorded until "
+                      f"{self.timer.seconds or self.timeout:g} s and did not stop when asked; what it recorded until "
                       f"then was sent while it still ran, and its worker was killed",
                       user.f_lineno if user is not None else None, file=self.session.here)
         # "stopped" before the build: the runner's grace past the limit is short, and a
