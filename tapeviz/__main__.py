@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "@tf.function steps are recorded one by one, with values")
     rec.add_argument("--live", action="store_true",
                      help="follow the run in the app while it happens: its steps charted live "
-                          "from OUT.json (rewritten every second), Stop on the page ends it "
+                          "from OUT.json (rewritten every half second), Stop on the page ends it "
                           "keeping every step; the app stays open on the finished run until "
                           "Ctrl+C (needs -o)")
     rec.add_argument("--port", type=int, default=8501, help="the app's port with --live (8501)")

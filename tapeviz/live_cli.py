@@ -1,7 +1,7 @@
 """`tapeviz record --live`: the run followed in the app while it happens.
 
 The command line runs the program as `record` does, and rewrites the recording file with
-the steps streamed so far (`running: true`) every second; the app it starts follows that
+the steps streamed so far (`running: true`) every half second; the app it starts follows that
 file (state/follow.py) and charts them live. The page's Stop leaves a file beside the
 recording (recording.stop_path), and the program is stopped as the page's own Stop does, as
 Ctrl+C would (Job.interrupt): it ends its own way, and the recording keeps every step. The last write is the recording `record` writes. No TensorFlow.
@@ -21,7 +21,7 @@ from .recording import Recording, stop_path, write_whole
 from .server import jobs
 from .state.live_steps import LiveSteps
 
-WRITE_EVERY_S = 1.0
+WRITE_EVERY_S = 0.5
 OUTPUT_KEPT = 20_000          # characters of printed output a snapshot carries (its tail)
 
 
