@@ -66,7 +66,9 @@ class Watch(tf.keras.callbacks.Callback):
             return
         self._bins = self.histograms and not getattr(model, "jit_compile", False)
         # [the loss, 1 once compute_loss gave one], read after every step
-        self._loss = tf.Variable(tf.constant([float("nan"), 0.0], tf.float64), trainable=False)
+        with self._sink.quiet():
+            self._loss = tf.Variable(tf.constant([float("nan"), 0.0], tf.float64),
+                                     trainable=False)
         for optimizer in _optimizers(model):
             self._wrap(optimizer, "apply" if hasattr(optimizer, "apply") else
                        "apply_gradients", lambda apply, o=optimizer: self._applying(o, apply))
@@ -103,7 +105,8 @@ class Watch(tf.keras.callbacks.Callback):
         key = (id(optimizer), where)
         site = self._sites.get(key)
         if site is None:
-            with tf.init_scope():          # made eagerly, also while the step is traced
+            # made eagerly, also while the step is traced; tapeviz's own ops, unrecorded
+            with tf.init_scope(), self._sink.quiet():
                 site = self._sites[key] = _Site(where, variables, self._sink, self._bins)
         return site
 
@@ -120,11 +123,12 @@ class Watch(tf.keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if self._sink is None or self._sink.passive:
             return
-        read = [(site, site.read()) for site in self._sites.values()]
+        with self._sink.quiet():
+            read = [(site, site.read()) for site in self._sites.values()]
+            loss, seen = self._loss.numpy()
         read = [(site, got) for site, got in read if got is not None]
         if not read:
             return                    # no step handed an optimizer gradients since the last
-        loss, seen = self._loss.numpy()
         if seen:
             loss = float(loss)
         elif len(self._sites) == 1:

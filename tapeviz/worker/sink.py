@@ -64,6 +64,15 @@ class SessionSink(Sink):
         rid = self.session.tid.get(getattr(handle, "_id", None))
         return rid if rid is not None else super().key(variable)
 
+    @contextlib.contextmanager
+    def quiet(self):
+        """tapeviz's own reads of its variables are not the program's ops: unrecorded."""
+        self.session.quiet += 1
+        try:
+            yield
+        finally:
+            self.session.quiet -= 1
+
     def recorded_eagerly(self, model) -> bool:
         self.passive = bool(getattr(model, "run_eagerly", False)
                             or tf.config.functions_run_eagerly())
@@ -101,6 +110,9 @@ class FileSink(Sink):
             self.source = Path(filename).read_text(encoding="utf-8", errors="replace")
         except OSError:
             self.source = ""
+
+    def quiet(self):
+        return contextlib.nullcontext()     # nothing records this process's ops
 
     def recorded_eagerly(self, model) -> bool:
         return False             # nothing else summarizes these steps

@@ -49,9 +49,10 @@ class Watchdog:
         self.session.quiet += 1000   # the op callback returns at once from now on
         frame = sys._current_frames().get(self.main.ident)
         user = self.session.user_frame(frame) if frame is not None else None
-        error = Error("Timeout", f"the program ran longer than its time limit of "
-                      f"{self.timer.seconds or self.timeout:g} s and did not stop when asked; what it recorded until "
-                      f"then was sent while it still ran, and its worker was killed",
+        limit = getattr(self.timer, "seconds", 0) or self.timeout   # lifted for a live run
+        error = Error("Timeout", f"the program ran longer than its time limit of {limit:g} s "
+                      "and did not stop when asked; what it recorded until then was sent "
+                      "while it still ran, and its worker was killed",
                       user.f_lineno if user is not None else None, file=self.session.here)
         # "stopped" before the build: the runner's grace past the limit is short, and a
         # loaded machine was seen building a long run's recording for longer than that
