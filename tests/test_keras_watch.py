@@ -176,6 +176,14 @@ def test_under_record_the_steps_join_the_recording(tmp_path, eager):
     assert any("ran eagerly" in w["message"] for w in rec.warnings) == eager
     assert not list(tmp_path.glob("*.json.part")) and sorted(p.name for p in tmp_path.glob(
         "*.json")) == ["run.json"]
+    if not eager:     # the callback's own ops are not the program's: the same graph drawn
+        program.write_text(FIT_PROGRAM.replace("callbacks=[tapeviz.keras.Watch()]", ""))
+        without = tmp_path / "without.json"
+        subprocess.run([sys.executable, "-m", "tapeviz", "record", str(program), "-o",
+                        str(without)], capture_output=True, env=env, cwd=tmp_path, timeout=300)
+        plain_rec, _ = recording_gate.read(without.read_bytes(), without.name)
+        assert sorted((o.type, o.line) for o in rec.ops) == \
+            sorted((o.type, o.line) for o in plain_rec.ops)
 
 
 class GAN(keras.Model):

@@ -88,14 +88,16 @@ class Watch(tf.keras.callbacks.Callback):
             if apply.__name__ == "apply_gradients":          # (grad, variable) pairs
                 pairs = list(grads)
                 variables = [v for _, v in pairs]
-                self._site(optimizer, variables).keep(
-                    [g for g, _ in pairs], variables, optimizer.iterations)
+                with self._sink.quiet():
+                    self._site(optimizer, variables).keep(
+                        [g for g, _ in pairs], variables, optimizer.iterations)
                 return apply(pairs, *args, **kwargs)
             variables = args[0] if args else kwargs.get("trainable_variables")
             variables = list(variables) if variables is not None else \
                 list(self.model.trainable_variables)
             grads = list(grads)
-            self._site(optimizer, variables).keep(grads, variables, optimizer.iterations)
+            with self._sink.quiet():
+                self._site(optimizer, variables).keep(grads, variables, optimizer.iterations)
             return apply(grads, *args, **kwargs)
         return watched_apply
 
@@ -105,8 +107,7 @@ class Watch(tf.keras.callbacks.Callback):
         key = (id(optimizer), where)
         site = self._sites.get(key)
         if site is None:
-            # made eagerly, also while the step is traced; tapeviz's own ops, unrecorded
-            with tf.init_scope(), self._sink.quiet():
+            with tf.init_scope():       # made eagerly, also while the step is traced
                 site = self._sites[key] = _Site(where, variables, self._sink, self._bins)
         return site
 
@@ -114,8 +115,9 @@ class Watch(tf.keras.callbacks.Callback):
         def watched_compute_loss(*args, **kwargs):
             loss = compute_loss(*args, **kwargs)
             if kwargs.get("training", True) and loss is not None:
-                self._loss.assign(tf.stack([tf.cast(tf.reduce_mean(loss), tf.float64),
-                                            tf.constant(1.0, tf.float64)]))
+                with self._sink.quiet():     # built inside the tape's block: not its ops
+                    self._loss.assign(tf.stack([tf.cast(tf.reduce_mean(loss), tf.float64),
+                                                tf.constant(1.0, tf.float64)]))
             return loss
         return watched_compute_loss
 
