@@ -7,6 +7,7 @@ first job's uid and of the fork server's root processes, which this test finds i
 Every probe of the second must fail. Also: the zygote's walls, and a dead zygote's children
 dying with it."""
 import json
+import re
 import os
 import signal
 import time
@@ -124,7 +125,9 @@ def root_processes_of(zygote) -> list:
 def test_two_forked_jobs_cannot_reach_each_other_or_the_zygote(pool):
     first = pool.submit(runner.Record(PROBE.format(me="first", target=None)), owner="first")
     printed = ""
-    while "REPORT" not in printed:
+    # print("REPORT", ...) writes its words one by one, and a loaded machine streamed
+    # "REPORT" alone first: wait for the whole line
+    while not re.search(r"^REPORT .*\n", printed, re.M):
         event = first.next_event(120)
         assert event is not None and not first.done, first.result
         if isinstance(event, jobs.Output):
