@@ -302,11 +302,7 @@ def view_main(args) -> int:
         print("tapeviz view: the app (app.py) is not installed beside the package",
               file=sys.stderr)
         return 2
-    env = dict(os.environ, TAPEVIZ_VIEW=str(path.resolve()))
-    if args.follow:
-        env["TAPEVIZ_FOLLOW"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
-                                                      os.environ.get("PYTHONPATH")]))
+    env = live_cli.app_env(path, follow=args.follow)
     # Not headless, Streamlit opens a browser, and on its first run asks for an e-mail on
     # stdin: only where someone can answer (a terminal), or it would wait forever.
     headless = args.headless or not sys.stdin.isatty()

@@ -56,8 +56,8 @@ class LiveFile:
 
 
 def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:
-    """Run `spec`, rewriting the live file as its steps stream; cancel it when the page asks.
-    Returns the recording as `record` would (cut short by a cancel, it says so)."""
+    """Run `spec`, rewriting the live file as its steps stream; interrupt it when the page
+    asks. Returns the recording as `record` would (a stopped run's cut_short says so)."""
     live.write(force=True)
     stop = stop_path(live.path)
     job = pool.submit(spec)
@@ -84,11 +84,20 @@ def follow(pool, spec: jobs.Record, live: LiveFile) -> dict:
     return result if result is not None else job.result
 
 
-def start_app(recording: Path, port: int, app: Path) -> subprocess.Popen:
-    """The app on `port`, following `recording` (the page rereads it as it changes)."""
-    env = dict(os.environ, TAPEVIZ_VIEW=str(recording.resolve()), TAPEVIZ_FOLLOW="1")
+def app_env(recording: Path, follow: bool) -> dict:
+    """The environment of an app opened on `recording` (`view`, `record --live`): this
+    package on its path, and the file to open, followed as it changes when `follow`."""
+    env = dict(os.environ, TAPEVIZ_VIEW=str(recording.resolve()))
+    if follow:
+        env["TAPEVIZ_FOLLOW"] = "1"
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def start_app(recording: Path, port: int, app: Path) -> subprocess.Popen:
+    """The app on `port`, following `recording` (the page rereads it as it changes)."""
+    env = app_env(recording, follow=True)
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(port),
                "--server.headless", "true"]
     # SIGTERM ends this command as Ctrl+C does, so its app (a session of its own) ends too
