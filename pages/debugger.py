@@ -11,6 +11,7 @@ import streamlit as st
 
 from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
+from tapeviz.server.jobs import Recorded
 from tapeviz.state.follow import FOLLOW_ENV
 from tapeviz.ui import compare_panel, editor, frame, mode, panels, session
 from tapeviz.ui.live_panel import LivePanel
@@ -59,6 +60,14 @@ def run_for(link: bool):
     if link:    # A class opens one link at once: one worker records it for them all (link_runs.py)
         return partial(session.link_runs().events, submit=submit)
     return lambda source: submit(source).stream()
+
+
+def record_twin(source):
+    """An example's PyTorch twin, recorded as a link's run is: shared, and cached."""
+    for event in run_for(link=True)(source):
+        if isinstance(event, Recorded):
+            return event.recording
+    return None
 
 
 def name_in_address(job):
@@ -156,10 +165,14 @@ with left:
             st.error(state.open_problem)
     if state.opened_name:
         st.caption(notes.opened_caption(state.opened_name, state.rec))
+    shown = state.example_shown()
+    compare_panel.twin(state.rec, examples.load(shown).twin if shown else None, record_twin)
     compare_panel.chooser(state.rec)     # "Compare with…": the previous run, a step, a file
 
 if state.url_problem:
     top.warning(state.url_problem)
+if (problem := compare_panel.twin_problem()) is not None:
+    top.info(literal(problem, 600), icon=":material/info:")
 rec = state.rec
 compare_panel.show(top, rec)             # the chosen pair side by side, over the page
 

@@ -27,6 +27,9 @@ MAX_STEP_HIST = 300_000
 # its first call binning: a 400k-weight kernel takes milliseconds, too much for every step
 STEP_HIST_EVERY = 10
 
+TENSORFLOW, PYTORCH = "tensorflow", "pytorch"     # Recording.framework
+FRAMEWORKS = (TENSORFLOW, PYTORCH)
+
 VARIABLE = "variable"
 CONSTANT = "constant"
 INTERMEDIATE = "intermediate"
@@ -211,6 +214,9 @@ class Recording:
     # a snapshot written while the program still runs (`record --live`, tapeviz.keras.Watch's
     # file): the steps so far; the file is rewritten whole, and the last write says False
     running: bool = False
+    # whose autograd made it: TENSORFLOW (a GradientTape), or PYTORCH (worker/autograd/:
+    # `backward()` as the gradient call, the autograd graph's nodes as the backward ops)
+    framework: str = TENSORFLOW
     schema: str = SCHEMA
 
     # -- lookups the app uses; built on demand, never serialized ---------------
@@ -273,6 +279,7 @@ class Recording:
             step_sources=[_build(StepSource, c) for c in d.get("step_sources") or []],
             cut_short=dict(d.get("cut_short") or {}),
             running=d.get("running") is True,
+            framework=d.get("framework") or TENSORFLOW,
         )
 
     @classmethod

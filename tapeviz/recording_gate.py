@@ -11,8 +11,8 @@ import json
 from typing import NamedTuple, Optional
 
 from .metrics import HIST_BINS
-from .recording import (MAX_STEP_HIST, MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS, SCHEMA,
-                        Recording)
+from .recording import (FRAMEWORKS, MAX_STEP_HIST, MAX_STEP_NORMS, MAX_STEP_SOURCES, MAX_STEPS,
+                        SCHEMA, TENSORFLOW, Recording)
 
 MAX_OPS = 20_000             # the recorder's op bound (Limits.max_ops, recorder.DEFAULT_MAX_OPS)
 MAX_VALUE_ELEMENTS = 4096    # numbers in one tensor's `value` (the recorder keeps small ones)
@@ -346,6 +346,8 @@ def problem(rec, max_ops: int = MAX_OPS, max_stdout: Optional[int] = None) -> Op
         return "the recording's argv is not a short list of arguments"
     if type(rec.get("running", False)) is not bool:
         return "the recording's running is not true or false"
+    if rec.get("framework", TENSORFLOW) not in FRAMEWORKS:
+        return "the recording's framework is not one tapeviz knows (" + ", ".join(FRAMEWORKS) + ")"
     for key in ("duration_s", "program"):
         if not _scalar(rec.get(key)):
             return f"the recording's {key} is not well-formed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 _HERE = Path(__file__).parent
 
@@ -19,6 +20,7 @@ _ORDER = (
     "tf1_vs_eager",
     "fizzbuzz",
     "linear_gradient",
+    "pytorch_vs_tape",
     "watch_constant",
     "persistent_tape",
     "nonpersistent_error",
@@ -39,6 +41,8 @@ class Example:
     title: str
     explanation: str
     source: str
+    # the same lesson written for PyTorch (pytorch/NAME.py), which the page records beside it
+    twin: Optional[str] = None
 
 
 def names() -> list[str]:
@@ -58,7 +62,9 @@ def load(name: str) -> Example:
     title, _, rest = doc.partition("\n")
     # Unwrap the explanation's hard line breaks so the page can reflow it.
     explanation = " ".join(rest.split())
-    return Example(name=name, title=title.strip(), explanation=explanation, source=source)
+    twin = _HERE / "pytorch" / f"{name}.py"
+    return Example(name=name, title=title.strip(), explanation=explanation, source=source,
+                   twin=split_docstring(twin.read_text(encoding="utf-8"))[1] if twin.exists() else None)
 
 
 def split_docstring(source: str) -> tuple[str, str]:

@@ -57,11 +57,13 @@ def flow_map(rec: Recording, tapes: list) -> Optional[dict]:
     return out
 
 
-def match_calls(a: Recording, tapes_a: list, b: Recording, tapes_b: list) -> list:
-    """[GradRow] for every source of every call, the calls matched by line as written."""
+def match_calls(a: Recording, tapes_a: list, b: Recording, tapes_b: list,
+                by_line: bool = True) -> list:
+    """[GradRow] for every source of every call, the calls matched by line as written (or,
+    `by_line` False, by kind in order: `tape.gradient` beside PyTorch's `backward()`)."""
     ca, cb = calls(a, tapes_a), calls(b, tapes_b)
-    keys_a = [(c.kind, steps.line_text(a, c.file, c.line)) for c in ca]
-    keys_b = [(c.kind, steps.line_text(b, c.file, c.line)) for c in cb]
+    keys_a = [(c.kind, steps.line_text(a, c.file, c.line) if by_line else "") for c in ca]
+    keys_b = [(c.kind, steps.line_text(b, c.file, c.line) if by_line else "") for c in cb]
     rows = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes():
         pairs = list(zip(ca[i1:i2], cb[j1:j2]))

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..draw.graph import group_key
 from ..recording import Recording
-from . import numbers, steps
+from . import frameworks, numbers, steps
 from .gradients import flow_map, match_calls
 
 SAME, DIFFERS, ADDED, REMOVED = "same", "differs", "added", "removed"
@@ -101,6 +101,14 @@ def aligned(rec_a: Recording, ops_a: list, rec_b: Recording, ops_b: list) -> lis
     return _align(ops_a, ops_b, lambda rec: lambda op: op_key(rec, op), (rec_a, rec_b), _loose)
 
 
+def _across(rec_a: Recording, ops_a: list, rec_b: Recording, ops_b: list) -> list:
+    """A PyTorch run beside a TensorFlow one: their forward ops on a tape that both
+    frameworks name, matched by TensorFlow's name in execution order (frameworks.py)."""
+    return _align(frameworks.comparable(rec_a, ops_a), frameworks.comparable(rec_b, ops_b),
+                  lambda rec: lambda op: (op.phase, frameworks.common_type(rec, op)),
+                  (rec_a, rec_b), None)
+
+
 def _loose(ops_a: list, ops_b: list) -> list:
     """A changed block's ops matched by phase and type alone, the rest on one side."""
     return _align(ops_a, ops_b, lambda rec: lambda op: (op.phase, op.function or op.type), (None, None), None)
@@ -130,10 +138,12 @@ def compare(a: Recording, b: Recording, rtol: float = RTOL, step_a: Optional[int
     flows = flow_map(a, part_a.tapes), flow_map(b, part_b.tapes)
     repeats_a, repeats_b = {}, {}
     rows = []
-    for op_a, op_b in aligned(a, part_a.ops, b, part_b.ops):
+    across = frameworks.across(a, b)
+    pairs = _across(a, part_a.ops, b, part_b.ops) if across else aligned(a, part_a.ops, b, part_b.ops)
+    for op_a, op_b in pairs:
         rows.append(_row(a, b, op_a, op_b, flows, _repeat(repeats_a, op_a), _repeat(repeats_b, op_b)))
-    out = Comparison(a, b, rows, match_calls(a, part_a.tapes, b, part_b.tapes), rtol,
-                     part_a.step, part_b.step)
+    out = Comparison(a, b, rows, match_calls(a, part_a.tapes, b, part_b.tapes, by_line=not across),
+                     rtol, part_a.step, part_b.step)
     for i, row in enumerate(rows):
         if row.status == SAME and row.beyond(rtol):
             row.status = DIFFERS

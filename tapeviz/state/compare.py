@@ -18,9 +18,9 @@ from ..words import compare as words
 
 KEY = "compare"
 WITH, STEPS, FILE = "compare_with", "compare_steps", "compare_file"
-PREVIOUS, STEP, OPENED = "previous", "step", "opened"
-CHOICES = {PREVIOUS: "the previous run (before the edit)", STEP: "another step of this run",
-           OPENED: "an opened recording"}
+PREVIOUS, STEP, OPENED, TWIN = "previous", "step", "opened", "twin"
+CHOICES = {TWIN: "the same lesson in PyTorch", PREVIOUS: "the previous run (before the edit)",
+           STEP: "another step of this run", OPENED: "an opened recording"}
 
 
 @dataclass
@@ -38,6 +38,10 @@ class CompareState:
     previous: Optional[Recording] = None      # the one before it
     opened: Optional[Recording] = None
     opened_name: Optional[str] = None
+    twin: Optional[Recording] = None          # an example's PyTorch twin, recorded
+    twin_source: Optional[str] = None
+    twin_of: Optional[Recording] = None       # the recording it was chosen for, once
+    twin_problem: Optional[str] = None        # why the twin is not shown
     problem: Optional[str] = None             # why the opened file or the steps cannot be compared
     picked: Optional[tuple] = None            # (side "a" | "b", op id) picked on either chart
     _memo: dict = field(default_factory=dict)
@@ -54,10 +58,31 @@ class CompareState:
 
     def choices(self, rec: Recording) -> list:
         """What this recording can be compared with, in the chooser's order."""
-        out = [PREVIOUS] if self.previous is not None else []
+        out = [TWIN] if self.twin is not None and self.twin_source is not None else []
+        out += [PREVIOUS] if self.previous is not None else []
         if len(steps.kept_steps(rec)) >= 2:
             out.append(STEP)
         return out + [OPENED]
+
+    def wants_twin(self, source: Optional[str]) -> bool:
+        """Whether the twin `source` has yet to be recorded."""
+        return source is not None and source != self.twin_source
+
+    def set_twin(self, rec: Recording, source: Optional[str], session: MutableMapping,
+                 twin: Optional[Recording] = None) -> None:
+        """The shown example's PyTorch twin `source` (None: it has none), and its recording
+        when just made; the first time a recording of the example is shown, the comparison
+        opens on the twin, with no click. A twin that could not run (PyTorch not installed)
+        leaves its hint in `twin_problem`."""
+        if source != self.twin_source:
+            self.twin_source, self.twin, self.twin_problem = source, None, None
+            if twin is not None and twin.error is not None:
+                self.twin_problem = twin.error.hint or f"{twin.error.type}: {twin.error.message}"
+            elif twin is not None:
+                self.twin = twin
+        if self.twin is not None and self.twin_of is not rec:
+            self.twin_of = rec
+            session[WITH] = TWIN
 
     def open_bytes(self, data: bytes, name: str) -> None:
         try:
@@ -69,7 +94,9 @@ class CompareState:
         """The chosen pair, compared (memoised per pair), or None (nothing chosen, or the
         choice cannot be made: self.problem says why)."""
         choice = session.get(WITH)
-        if choice == PREVIOUS and self.previous is not None:
+        if choice == TWIN and self.twin is not None:
+            a, b, step_pair, names = rec, self.twin, (None, None), ("TensorFlow's tape", "PyTorch's autograd")
+        elif choice == PREVIOUS and self.previous is not None:
             a, b, step_pair, names = self.previous, rec, (None, None), ("previous run", "this run")
         elif choice == STEP:
             step_pair = tuple(session.get(STEPS) or default_steps(rec))

@@ -17,6 +17,24 @@ CHART_H = 430           # px: both charts, the sentence and the legend fit 720 p
 PAGE_PAD = 96           # px of the window's width that are not the two charts
 
 
+def twin(rec, source, record) -> None:
+    """The shown example's PyTorch twin (`source`, None when it has none), recorded once by
+    `record(source) -> Recording`: the comparison opens on it; where PyTorch is not
+    installed, a note over the page says how to get it."""
+    cs = compare.of(st.session_state)
+    made = None
+    if rec is not None and cs.wants_twin(source):
+        with st.spinner("Recording the same lesson in PyTorch…"):
+            made = record(source)
+    if rec is not None:
+        cs.set_twin(rec, source, st.session_state, made)
+
+
+def twin_problem() -> str | None:
+    cs = compare.of(st.session_state)
+    return cs.twin_problem if cs.twin_source is not None else None
+
+
 def chooser(rec) -> None:
     """What to compare the shown recording with; choosing draws the pair at once."""
     cs = compare.of(st.session_state)

@@ -53,7 +53,8 @@ def link_runs() -> LinkRuns:
     def record(source):
         return links.events(source, lambda s: shared.submit(Record(s, "program.py"), OWNER))
     if links.max_age_s > 0:      # else no page shares a link's recording, nor an earlier one
-        cache.build_in_background([examples.code(n) for n in examples.names()], record)
+        twins = [t for t in (examples.load(n).twin for n in examples.names()) if t]
+        cache.build_in_background([examples.code(n) for n in examples.names()] + twins, record)
     return links
 
 

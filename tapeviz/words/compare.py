@@ -55,8 +55,13 @@ def divergence(cmp, names: tuple) -> str:
     max relative difference 0.4", "step 1 turns NaN at line 7 ...", "the edit removed ..."."""
     row = cmp.first_row()
     if row is None:
-        return (f"{names[0]} and {names[1]} match within rtol {cmp.rtol:g}: "
-                f"{len(cmp.rows)} ops, their values and gradients.")
+        said = (f"{names[0]} and {names[1]} match within rtol {cmp.rtol:g}: "
+                f"{len(cmp.rows)} ops, their values and gradients")
+        grads = [g for g in cmp.gradients if g.grad_a is not None][:4]
+        if grads:         # the numbers a reader compares: `w`'s gradient 10.0 on both sides
+            said += " (" + ", ".join(f"`{g.source}`'s gradient {_grad_text(cmp.a, g.grad_a)}"
+                                     for g in grads) + " on both)"
+        return said + "."
     what = f"`{row.name}`" if row.name else op_words(row)
     if row.status in (ADDED, REMOVED):
         return _structure(cmp, row, names)

@@ -29,12 +29,14 @@ PERSISTENT_INSIDE_HINT = ("gradient() was called inside the `with` block of a pe
                           "memory. Call it after the block, unless you want higher-order "
                           "derivatives.")
 
-TORCH_HINT = ("tapeviz runs TensorFlow 2 only, so PyTorch is not installed here. The tape "
-              "version of PyTorch's `loss.backward()` then `w.grad` is: `with "
-              "tf.GradientTape() as tape: loss = f(w)` and then `grad = tape.gradient(loss, "
-              "w)`, with `w = tf.Variable(...)` in place of `requires_grad=True`. Its "
-              "`torch.tensor` is `tf.constant`, `nn.Linear` is `tf.keras.layers.Dense`, and "
-              "`optimizer.step()` is `optimizer.apply_gradients(zip(grads, variables))`.")
+TORCH_HINT = ("PyTorch is not installed where this ran. tapeviz records PyTorch programs "
+              "when it is: `pip install .[torch]` in tapeviz's folder (or `pip install torch`), "
+              "then run again. The tape version of PyTorch's `loss.backward()` then `w.grad` "
+              "is: `with tf.GradientTape() as tape: loss = f(w)` and then `grad = "
+              "tape.gradient(loss, w)`, with `w = tf.Variable(...)` in place of "
+              "`requires_grad=True`. Its `torch.tensor` is `tf.constant`, `nn.Linear` is "
+              "`tf.keras.layers.Dense`, and `optimizer.step()` is "
+              "`optimizer.apply_gradients(zip(grads, variables))`.")
 
 _FOR_LOOP = re.compile(r"^\s*for\b.+\bin\b", re.M)
 

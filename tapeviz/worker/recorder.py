@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 
 from ..words import hints  # noqa: E402
 from .capture import DEFAULT_MAX_OPS, Session  # noqa: E402
-from . import active, exits, heap, native_output, shutdown, terminal, watchdog  # noqa: E402
+from . import active, autograd, exits, heap, native_output, shutdown, terminal, watchdog  # noqa: E402
 from .step_stream import streamed_steps  # noqa: E402
 from .datasets import mnist_served  # noqa: E402
 from .instrumented import adopt_tapes, make_tape_class  # noqa: E402
@@ -365,7 +365,7 @@ def _program_globals(session: Session, program: Optional[dict], namespace: Optio
     `__import__` gives the program the instrumented `tensorflow`."""
     user_builtins = dict(builtins.__dict__)
     tape_class = make_tape_class(session)
-    user_builtins["__import__"] = make_import(tape_class)
+    user_builtins["__import__"] = make_import(tape_class, session.torch_imported)
     env = ProgramEnv(program, session.files, user_builtins, session.filename)
     namespace = env.namespace(namespace)
     namespace.update({"__name__": "__main__", "__file__": session.filename,
@@ -414,7 +414,8 @@ def _run(session: Session, code, namespace: dict, *, env, tape_class, out, err, 
                 _watched(session, timer, timeout, emit, out, err, started), env, \
                 tf.variable_creator_scope(session.on_variable), adopt_tapes(session, tape_class), \
                 mnist_served(session), _stdin_at_end(), _functions_eagerly(session, eager), \
-                active.recording(session), shutdown.exit_handlers() as handlers:
+                active.recording(session), autograd.armed(session), \
+                shutdown.exit_handlers() as handlers:
             _execute(code, namespace, filename, timer, stderr, handlers)
     except BaseException as exc:      # raise BaseException too: the program ends, the worker not
         exc = _as_timeout(exc, timer)

@@ -26,8 +26,9 @@ class _Overlay(types.ModuleType):
         return sorted(set(dir(self.__dict__["_real"])) | set(self.__dict__))
 
 
-def make_import(tape_class):
-    """An __import__ for the user's globals: `tensorflow` comes with the instrumented tape.
+def make_import(tape_class, on_torch=None):
+    """An __import__ for the user's globals: `tensorflow` comes with the instrumented tape;
+    `on_torch()`, if given, is called when the program imports torch (autograd/).
 
     Only the user's program sees it; sys.modules and every library keep the real module."""
     overlays: dict = {}
@@ -41,6 +42,8 @@ def make_import(tape_class):
                 return overlay           # `import tensorflow.x as y` walks attributes from here
             # `from tensorflow.compat import v1`, `from tensorflow.compat.v1 import ...`
             return overlays.get(id(module), module)
+        if on_torch is not None and level == 0 and (name == "torch" or name.startswith("torch.")):
+            on_torch()
         return module
 
     return tapeviz_import

@@ -14,7 +14,7 @@ from typing import Optional
 
 from tensorflow.python.eager import context
 
-from ...recording import FORWARD, VARIABLE, Error, Recording
+from ...recording import FORWARD, TENSORFLOW, VARIABLE, Error, Recording
 from ..frames import UserFiles, nearest_user_frame
 from .steps import StepLog
 from .deferred import Deferred
@@ -57,6 +57,8 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         self.traced_lines_cache: dict = {}   # (generated file, line) -> the user's (file, line)
         self.graph_scopes: dict = {}     # a graph's unique scope -> the Keras path it stands for
         self.steps = StepLog()           # every gradient call's summary (Recording.steps)
+        self.on_torch = None             # starts PyTorch's capture while the program runs
+        self.framework = TENSORFLOW      # PYTORCH once the program imported torch (autograd/)
         self.alerts: list = []
         self.warnings: list = []
         self.handle_names: dict = {}     # TF handle id -> the user's name, for variables
@@ -99,6 +101,11 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
         # TF's eager context's per-thread data, read for each op's name scope: one attribute
         # read, where context.context().scope_name is two calls per op
         self.eager_thread = context.context()._thread_local_data
+
+    def torch_imported(self) -> None:
+        """The program imported torch: PyTorch's capture starts (autograd.armed sets it)."""
+        if self.on_torch is not None:
+            self.on_torch()
 
     # -- where in the user's program are we? ---------------------------------------------
 
@@ -157,7 +164,7 @@ class Session(Tensors, Names, OpsAndTapes, OpLog, GradientsAndAlerts, TracedGrap
                          warnings=self.warnings, dropped=dropped, duration_s=duration_s,
                          program=self.files.main, files=files,
                          skipped=self.window.skipped() if self.window is not None else {},
-                         steps=steps, step_sources=step_sources)
+                         steps=steps, step_sources=step_sources, framework=self.framework)
 
 def _with_block_ends(source: str) -> dict:
     """Line of each `with` statement -> the last line of its block."""

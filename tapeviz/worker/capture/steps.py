@@ -48,7 +48,7 @@ class StepLog:
             flow.append(_Norm(numerics.norm(grad)) if grad is not None else None)
         summary = CallSummary(self.calls, state.rec.id, len(state.rec.gradients) - 1,
                               call.kind, call.line, call.file, sources=positions,
-                              hist=self._histograms((call.file, call.line), flat_grads))
+                              hist=self.histograms((call.file, call.line), flat_grads))
         summary.target, summary.scalar = _target(target)
         summary.none = [[i, _reason_kind(r.none_reason)] for i, r in enumerate(call.results)
                         if r.grad is None]
@@ -76,7 +76,7 @@ class StepLog:
         if results is not None:
             summary.target, summary.scalar = _target(target)
             grads = nest.flatten(results)
-            summary.hist = self._histograms(where, grads)
+            summary.hist = self.histograms(where, grads)
             norms = [_Norm(numerics.norm(g)) if g is not None else None for g in grads]
             # Why a gradient is None needs the recorded graph: here the kind is not known
             summary.none = [[i, None] for i, g in enumerate(grads) if g is None]
@@ -86,16 +86,23 @@ class StepLog:
                     hist: list) -> CallSummary:
         """The summary of a step tapeviz saw no gradient call of: a compiled train step's, as
         keras_watch.py read it after the step (its loss, each variable's gradient norm, and
-        on some steps their histograms). `variables` is [(key, path)] per source: `key` a
-        recording id, or any int that names that variable alone; None norms are None
-        gradients. Its `index` is its step number among `tape`'s (one tape id a fit())."""
+        on some steps their histograms). Its `index` is its step number among `tape`'s (one
+        tape id a fit()); the rest as add_call."""
+        return self.add_call(tape, self.calls, where, loss, variables, norms, hist)
+
+    def add_call(self, tape: int, index: int, where: tuple, loss, variables: list,
+                 norms: list, hist: list, error: Optional[str] = None) -> CallSummary:
+        """The summary of a call from numbers read outside TensorFlow's tape (a fit() step,
+        a PyTorch backward). `variables` is [(key, path)] per source: `key` a recording id,
+        or any int that names that variable alone; None norms are None gradients."""
         file, line = where
         positions = [self._named(key, path) for key, path in variables]
-        summary = CallSummary(self.calls, tape, self.calls, "gradient", line, file,
+        summary = CallSummary(self.calls, tape, index, "gradient", line, file,
                               sources=positions, hist=hist)
         if loss is not None:
             summary.target, summary.scalar = encode_float(float(loss)), True
         summary.none = [[i, None] for i, n in enumerate(norms) if n is None]
+        summary.error = error
         self._keep(summary, [_Norm(n) if n is not None else None for n in norms])
         return summary
 
@@ -126,7 +133,7 @@ class StepLog:
             self.hist_cells -= _cells(old)
             old.hist = []
 
-    def _histograms(self, site: tuple, grads: list) -> list:
+    def histograms(self, site: tuple, grads: list) -> list:
         """Every STEP_HIST_EVERY-th call at `site` (its first included), each gradient's
         values in the fixed bins (metrics.histogram), read with NumPy: no op runs. Counted
         per site: a GAN's two calls alternate, and every tenth call of the run would be
