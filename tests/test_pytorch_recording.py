@@ -52,15 +52,20 @@ def test_the_seeds_gradients_are_pytorchs_own_and_the_program_prints_the_same():
     assert [ns[n].grad.item() for n in "xwb"] == [2.0, 10.0, 1.0]
 
 
-def test_the_backward_ops_are_the_autograd_graphs_nodes_at_their_forward_line():
+def test_the_backward_ops_are_the_autograd_graphs_nodes_linked_as_they_ran():
     rec, _ = recorded(SEED)
     forward = [op for op in rec.ops if op.phase == FORWARD]
     backward = [op for op in rec.ops if op.phase == BACKWARD]
     assert [op.type for op in forward] == ["mul", "add"]
-    line_of = {op.type: op.line for op in forward}
     assert sorted(op.type for op in backward) == ["AccumulateGrad"] * 3 + ["AddBackward0", "MulBackward0"]
-    assert {op.line for op in backward if op.type == "MulBackward0"} == {line_of["mul"]}
-    assert {op.line for op in backward if op.type == "AddBackward0"} == {line_of["add"]}
+    # at the line of y.backward(), as a tape's backward ops are at tape.gradient's
+    call = rec.tapes[0].gradients[0]
+    assert {op.line for op in backward} == {call.line} and call.line == SEED.splitlines().index("y.backward()") + 1
+    # MulBackward0 reads what mul saved (w and x), and the gradient AddBackward0 sent it
+    mul, = [op for op in forward if op.type == "mul"]
+    mul_back, = [op for op in backward if op.type == "MulBackward0"]
+    add_back, = [op for op in backward if op.type == "AddBackward0"]
+    assert set(mul.inputs) < set(mul_back.inputs) and set(add_back.outputs) & set(mul_back.inputs)
     # d y / d (w * x) is 1, as the flow says, and w's gradient is x's value
     tape = rec.tapes[0]
     assert tape.ops == [op.id for op in forward]
@@ -183,4 +188,4 @@ def test_a_nan_in_the_backward_pass_is_the_backward_alert():
     assert rec.stdout == printed
     assert rec.tensor(rec.tapes[0].gradients[0].results[0].grad).stats.nan == 1
     (alert,) = [a for a in rec.alerts if a.phase == BACKWARD]
-    assert alert.kind == "nan" and rec.op(alert.op).type == "SqrtBackward0" and alert.line == 3
+    assert alert.kind == "nan" and rec.op(alert.op).type == "SqrtBackward0" and alert.line == 4

@@ -106,7 +106,8 @@ class _Call:
     def _ran(self, node, meta, grad_inputs, grad_outputs) -> None:
         s, tensors = self.b.session, self.b.tensors
         fwd = self.ops_by_id.get(meta[0]) if meta else None
-        line, file = (fwd.line, fwd.file) if fwd is not None else (self.line, self.file)
+        # at the line of the gradient call that ran it, as a tape's backward ops are
+        line, file = self.line, self.file
         op_id = s.next_op
         s.next_op += 1
         inputs = []
@@ -132,7 +133,7 @@ class _Call:
                 if after is not None:
                     self.passed.setdefault((id(after), nr), []).append(rid)
                 outputs.append(rid)
-        op = Op(op_id, node.name().rsplit("::", 1)[-1], inputs, outputs, line, None, [self.tape], BACKWARD,
+        op = Op(op_id, node.name().rsplit("::", 1)[-1], inputs, outputs, line, None, [], BACKWARD,
                 None, call=0, file=file)
         leaf = getattr(node, "variable", None)
         if isinstance(leaf, torch.Tensor):
@@ -219,7 +220,7 @@ class Backward:
             norm, _, a = _norm_value(g) if g is not None else (None, None, None)
             norms.append(None if norm is None else float(norm))
             arrays.append(a)
-            variables.append((rid, self._path(src, frame)))
+            variables.append((tensors.origin(src, call.line, call.file), self._path(src, frame)))
         forward = sorted(call.forward_ops)
         for op_id in forward:
             op = call.ops_by_id.get(op_id)

@@ -103,7 +103,13 @@ class Capture(TorchFunctionMode):
         if len(self.ops_by_id) >= s.max_ops:
             self.dropped += 1          # the steps' summaries go on (backward.py)
             return
-        frame, file = nearest_user_frame(sys._getframe(2), s.files)
+        caller = sys._getframe(2)
+        frame, file = nearest_user_frame(caller, s.files)
+        if frame is not caller and all(t.grad_fn is None for t in outputs):
+            # a library's own work off the autograd graph (a DataLoader's indexing, an
+            # optimizer's in-place update): not the program's ops. A value it changed in
+            # place is recorded anew where the program next uses it (tensors.py)
+            return
         line = frame.f_lineno if frame is not None else None
         given = [t for v in (*args, *kwargs.values()) for t in _tensors(v)]
         if not given and all(t.grad_fn is None for t in outputs):

@@ -32,19 +32,29 @@ class Tensors:
 
     def __init__(self, session):
         self.session = session
-        self.ids: dict = {}          # id(tensor) -> (weakref, recording id)
+        self.ids: dict = {}          # id(tensor) -> (weakref, recording id, its _version then)
+        self.first: dict = {}        # id(tensor) -> (weakref, its first recording id)
         self.alerted: set = set()    # (kind, phase) of the alerts already raised
 
     def known(self, t: torch.Tensor) -> Optional[int]:
+        """t's recording id, while its value is the one recorded (not changed in place)."""
         held = self.ids.get(id(t))
-        if held is not None and held[0]() is t:
+        if held is not None and held[0]() is t and held[2] == t._version:
             return held[1]
         return None
+
+    def origin(self, t: torch.Tensor, line, file) -> int:
+        """The id t had when first recorded: a parameter's one name over the steps, though
+        each optimizer step gives its value a new record."""
+        held = self.first.get(id(t))
+        if held is not None and held[0]() is t:
+            return held[1]
+        return self.rid(t, line, file)
 
     def rid(self, t: torch.Tensor, line, file, producer: Optional[int] = None,
             phase: str = "forward", op: Optional[int] = None) -> int:
         """t's recording id, a new record made (and described) when t is new or changed in
-        place (`producer` set: an op's output is always a new record)."""
+        place since (`producer` set: an op's output is always a new record)."""
         if producer is None:
             rid = self.known(t)
             if rid is not None:
@@ -61,16 +71,21 @@ class Tensors:
         self.describe(rec, t, phase, op if op is not None else producer)
         s.tensors[rid] = rec
         try:
-            self.ids[id(t)] = (weakref.ref(t, self._gone(id(t))), rid)
+            ref = weakref.ref(t, self._gone(id(t)))
         except TypeError:            # a tensor subclass without weakrefs: never looked up
-            pass
+            return rid
+        self.ids[id(t)] = (ref, rid, t._version)
+        held = self.first.get(id(t))
+        if held is None or held[0]() is not t:
+            self.first[id(t)] = (ref, rid)
         return rid
 
     def _gone(self, key: int):
         def forget(ref):
-            held = self.ids.get(key)
-            if held is not None and held[0] is ref:
-                del self.ids[key]
+            for table in (self.ids, self.first):
+                held = table.get(key)
+                if held is not None and held[0] is ref:
+                    del table[key]
         return forget
 
     def describe(self, rec: Tensor, t: torch.Tensor, phase: str, op: Optional[int]) -> None:
