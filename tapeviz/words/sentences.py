@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..recording import Recording, as_float
+from ..recording import PYTORCH, Recording, as_float
 from . import spelling, tapes, values
 from .markdown import code, literal
 
@@ -19,6 +19,8 @@ def sentence(rec: Recording, tp, chosen=None, traced: Optional[str] = None, draw
     n = tapes.recorded_ops(rec, tp)
     parent = f", inside {code(names[tp.parent])}" if tp.parent is not None and tp.parent in names else ""
     said = f"{code(names[tp.id])}{parent} recorded {n} op{'s' * (n != 1)}"
+    if rec.framework == PYTORCH:
+        said = f"{code(names[tp.id])} ran back through {n} op{'s' * (n != 1)}"
     if traced:
         said = (f"{code(names[tp.id])}{parent} was traced into tf.function {code(traced)}: its "
                 f"graph holds {'this op' if n == 1 else f'these {n} ops'}, drawn with shapes and dtypes and no "

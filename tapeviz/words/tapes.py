@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..recording import BACKWARD, Recording
+from ..recording import BACKWARD, PYTORCH, Recording
 from . import values
 from .markdown import literal
 from .spelling import READ_VARIABLE
@@ -15,12 +15,27 @@ from .spelling import READ_VARIABLE
 EVERY_OP = "every op the program ran"
 DROPPED = " (its ops were dropped by the size bound)"
 _TAPE_AS = re.compile(r"GradientTape\s*\((?:[^()]|\([^()]*\))*\)\s+as\s+([A-Za-z_]\w*)")
+_BACKWARD = re.compile(r"([A-Za-z_][\w.\[\]]*)\.backward\(")
+
+
+def _backward_name(rec: Recording, tp) -> str:
+    """A PyTorch gradient call as the program wrote it: "loss.backward()",
+    "torch.autograd.grad()"; the recorder gives each its own tape (worker/autograd/)."""
+    call = tp.gradients[0] if tp.gradients else None
+    text = rec.files.get(call.file) if call is not None and call.file else None
+    lines = (text if text is not None else rec.source).splitlines()
+    line = lines[call.line - 1] if call is not None and call.line and 0 < call.line <= len(lines) else ""
+    if (found := _BACKWARD.search(line)) is not None:
+        return f"{found.group(1)}.backward()"
+    return "torch.autograd.grad()" if "grad(" in line else f"backward {tp.id}"
 
 
 def tape_names(rec: Recording) -> dict:
     """{tape id: the user's Python name for it}: `with tf.GradientTape() as outer_tape` on the
     tape's line; tapes opened on one line take its names in order, round again when a loop
     opens them anew each step. Else "tape N"."""
+    if rec.framework == PYTORCH:
+        return {tp.id: _backward_name(rec, tp) for tp in rec.tapes}
     lines = rec.source.splitlines()
     names, used = {}, {}
     for tp in rec.tapes:
@@ -69,10 +84,12 @@ def call_words(rec: Recording, call, tape_name: str, tape_id: Optional[int] = No
     line = f", {values.line_words(rec, call.file, call.line)}" if call.line is not None else ""
     verb = "gradient" if call.kind == "gradient" else call.kind
     step = step_number(rec, tape_id, index) if tape_id is not None else None
+    torch = rec.framework == PYTORCH           # the call is the tape's name: loss.backward()
     if step is not None:
-        return (f"step {step[0]:,} of {step[1]:,}, tape `{tape_name}`{line}: "
+        return (f"step {step[0]:,} of {step[1]:,}, {'' if torch else 'tape '}`{tape_name}`{line}: "
                 f"{verb} of {target} with respect to {sources}")
-    return f"{verb} of {target} with respect to {sources} ({tape_name}.{call.kind}{line})"
+    said = tape_name if torch else f"{tape_name}.{call.kind}"
+    return f"{verb} of {target} with respect to {sources} ({said}{line})"
 
 
 def together_words(rec: Recording, tp, tape_name: str, call, together: list) -> str:
@@ -106,4 +123,7 @@ def loop_words(rec: Recording, tp) -> str:
     opened = rec.tapes_opened(tp.file, tp.line)   # with the steps that ran uninstrumented
     if opened < 2:
         return ""
+    if rec.framework == PYTORCH:
+        return (f"one step of a loop that ran `{tape_names(rec)[tp.id]}` ×{opened:,}: step "
+                f"{same.index(tp.id) + 1:,} is drawn")
     return f"one step of a loop whose `with` ran ×{opened:,} steps: step {same.index(tp.id) + 1:,} is drawn"
