@@ -71,7 +71,7 @@ def test_the_oldest_histograms_go_past_their_bound_and_their_summaries_stay():
     log = StepLog(max_hist=3 * metrics.HIST_BINS)
     for call in range(60):
         summary = CallSummary(call, 0, call, "gradient", 9, "loop.py", sources=[0],
-                              hist=log._histograms(("loop.py", 9), [np.full(4, 0.5)]))
+                              hist=log.histograms(("loop.py", 9), [np.full(4, 0.5)]))
         log._keep(summary, [None])
     kept = [s.call for s in log.kept if s.hist]
     assert kept == [30, 40, 50] and len(log.kept) == 60
@@ -132,6 +132,6 @@ def test_two_alternating_calls_each_bin_every_tenth_of_their_own():
     binned = {9: [], 12: []}
     for call in range(60):
         line = 9 if call % 2 == 0 else 12
-        if log._histograms(("gan.py", line), [np.ones(3)]):
+        if log.histograms(("gan.py", line), [np.ones(3)]):
             binned[line].append(call)
     assert binned == {9: [0, 20, 40], 12: [1, 21, 41]}
