@@ -107,3 +107,16 @@ def pytest_runtest_makereport(item, call):
                             for page in util.OPEN_PAGES]
         report.sections += [("server log (tail)", util.log_tail(path)) for path in util.SERVER_LOGS]
     return report
+
+
+# The files that take longest, first: with `--dist loadfile` each file runs whole on one
+# process, and a long file handed out last left the other process idle for minutes at the
+# end of the run (measured with --durations: these each took over a minute and a half).
+LONGEST_FIRST = ("test_train_steady_browser.py", "test_invisible.py", "test_cli.py",
+                 "test_hosted.py", "test_layout_browser.py", "test_hosted_server_browser.py",
+                 "test_viewport_browser.py", "test_compare_browser.py", "test_hosted_walls.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))   # stable: order kept within
