@@ -180,6 +180,11 @@ def dashboard():
     paths = train_grids.histogram_paths(steps)
     st.vega_lite_chart(rows_of("hist", n, lambda: train_grids.histogram_rows(steps, paths), REDRAW_S),
                        train_grids.histogram_spec(paths), key="hist_chart")
+    layers = train_grids.histogram_paths(steps, train_grids.ACTIVATIONS)
+    st.vega_lite_chart(rows_of("act", n, lambda: train_grids.histogram_rows(
+                           steps, layers, field=train_grids.ACTIVATIONS), REDRAW_S),
+                       train_grids.histogram_spec(layers, train_grids.ACTIVATIONS_TITLE, "|output|"),
+                       key="act_chart")
 
     if (speed := run.speed()) is not None:
         st.session_state.setdefault("speeds", {}).setdefault(

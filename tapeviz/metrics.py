@@ -66,6 +66,8 @@ class Step:
     elapsed_s: float            # training time: evaluations and pauses left out
     total_steps: int
     grad_hist: dict = field(default_factory=dict)   # path -> HIST_BINS counts of |value|
+    # on the same steps: layer name -> HIST_BINS counts of |its output| on the step's batch
+    act_hist: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def from_json(d) -> object:
                 value = int(value)
             elif f.name == "grad_norms":
                 value = {str(k): float(as_float(v)) for k, v in dict(value).items()}
-            elif f.name == "grad_hist":
+            elif f.name in ("grad_hist", "act_hist"):
                 value = {str(k): _counts(v) for k, v in dict(value).items()}
             values[f.name] = value
         return cls(**values)

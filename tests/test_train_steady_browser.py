@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow   # a Streamlit server and real training in Chromi
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 MNIST = os.environ.get("TAPEVIZ_MNIST_DIR") or (str(SHARED_MNIST) if SHARED_MNIST.is_dir() else None)
 # Every chart is Vega-Lite, in page order: the two beside each other on top first
-CHARTS = ("loss", "grad", "accuracy", "predictions", "histograms")
+CHARTS = ("loss", "grad", "accuracy", "predictions", "histograms", "activations")
 # Per chart in page order: [drawn (a canvas or svg with a box), whole on screen, top, bottom,
 # drawn height]
 VEGA = """() => Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart']")).map(c => {
@@ -87,6 +87,7 @@ def test_every_chart_stays_on_the_page_through_half_a_minute_of_training(server)
             loss_points = points
         assert loss_points > 20, samples[-1]                             # it trained meanwhile
         assert samples[-1]["histograms"][4] > 300, samples[-1]           # a strip per variable
+        assert samples[-1]["activations"][4] > 150, samples[-1]          # a strip per layer
         assert ink(page, "predictions") > 0.04, "the digits, not the waiting note"
         assert_no_exception(page)
         page.set_viewport_size({"width": 1600, "height": 1000})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tapeviz import gradient_watch, metrics
 from tapeviz.worker import training
@@ -315,3 +316,26 @@ def test_inspect_this_step_records_the_step_the_run_takes(mnist_dir, tmp_path, r
             assert got == pytest.approx(norm, rel=1e-4, abs=1e-7)
             compared += 1
     assert compared >= 2
+
+
+def test_activation_histograms_are_each_weighted_layers_output_as_keras_computes_it():
+    rng = np.random.default_rng(1)
+    images = rng.random((16, 28, 28, 1), dtype=np.float32)
+    model = training.build_model("lenet", [28, 28, 1])
+    weighted = [layer for layer in model.layers if layer.weights]
+    # the reference: Keras's own forward pass to every weighted layer's output at once
+    reference = tf.keras.Model(model.inputs, [layer.output for layer in weighted])(images, training=False)
+    counts = training.activation_histograms(model, images)
+    assert list(counts) == [layer.name for layer in weighted]
+    for layer, output in zip(weighted, reference):
+        assert counts[layer.name] == metrics.histogram(output.numpy())
+        assert sum(counts[layer.name]) == int(np.prod(output.shape))
+
+
+@pytest.mark.slow   # 200 training steps on real digits (lenet_run)
+def test_activation_histograms_come_on_the_gradient_histograms_steps(lenet_run):
+    for step in of_type(lenet_run, "step"):
+        assert bool(step["act_hist"]) == bool(step["grad_hist"])
+        if step["act_hist"]:
+            assert len(step["act_hist"]) == 4       # conv1, conv2, dense1, logits
+            assert all(len(c) == metrics.HIST_BINS for c in step["act_hist"].values())

@@ -91,15 +91,22 @@ def _edges() -> list:
             + [(edges[-1], edges[-1] + 0.5)])
 
 
-def histogram_paths(steps: list) -> list:
-    """The variables the newest histogram covers, each layer's kernel before its bias:
-    the strips of `histogram_spec`, fixed for a run."""
-    latest = next((s["grad_hist"] for s in reversed(steps) if s.get("grad_hist")), {})
+GRADIENTS, ACTIVATIONS = "grad_hist", "act_hist"     # a step's histograms (metrics.Step)
+ACTIVATIONS_TITLE = "Activations per layer over the steps (|output| on the step's batch, share per bin)"
+
+
+def histogram_paths(steps: list, field: str = GRADIENTS) -> list:
+    """The variables (or, for ACTIVATIONS, the layers) the newest histogram covers, each
+    layer's kernel before its bias: the strips of `histogram_spec`, fixed for a run."""
+    latest = next((s[field] for s in reversed(steps) if s.get(field)), {})
+    if field == ACTIVATIONS:
+        return list(latest)                    # the model's own order, input to output
     return sorted(latest, key=lambda p: (p.rpartition("/")[0], p.rpartition("/")[2] != "kernel"))
 
 
 def histogram_spec(paths: list, title: str = "Gradient values per layer over the steps "
-                                             "(|value|, share per bin)") -> dict:
+                                             "(|value|, share per bin)",
+                   what: str = "|gradient|") -> dict:
     """A strip per variable of `paths`: a column per histogram's steps, a row per fixed
     bin of |gradient|, shaded by the share of the variable's values in it. The rows come
     from `histogram_rows`."""
@@ -132,7 +139,7 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
                 "color": {"field": "share", "type": "quantitative", "legend": None,
                           "scale": {"scheme": "blues", "domain": [0, 0.5], "clamp": True}},
                 "tooltip": [{"field": "variable"}, {"field": "step", "title": "step"},
-                            {"field": "bin", "title": "|gradient|"},
+                            {"field": "bin", "title": what},
                             {"field": "share", "format": ".0%", "title": "of its values"}]}})
     spec = base_spec(title, None)
     spec.update(vconcat=strips, spacing=6,
@@ -140,11 +147,12 @@ def histogram_spec(paths: list, title: str = "Gradient values per layer over the
     return spec
 
 
-def histogram_rows(steps: list, paths: list, max_columns: int = MAX_COLUMNS) -> list:
+def histogram_rows(steps: list, paths: list, max_columns: int = MAX_COLUMNS,
+                   field: str = GRADIENTS) -> list:
     """Rows for `histogram_spec`: a rect per (histogram, variable, bin holding any value),
     a histogram's column running to the next one drawn; past `max_columns` every k-th
     histogram (and the newest) is drawn, so an update stays small."""
-    drawn = every_kth([s for s in steps if s.get("grad_hist")], max_columns)
+    drawn = every_kth([s for s in steps if s.get(field)], max_columns)
     edges = _edges()
     names = ([f"below 10^{edges[0][1]:g} (zero too)"] + [f"10^{a:g} to 10^{b:g}" for a, b in edges[1:-1]]
              + [f"10^{edges[-1][0]:g} or above"])
@@ -156,7 +164,7 @@ def histogram_rows(steps: list, paths: list, max_columns: int = MAX_COLUMNS) -> 
     for s, end in zip(drawn, ends):
         x2 = max(end, s["step"] + 1)
         for path in paths:
-            counts = s["grad_hist"].get(path)
+            counts = s[field].get(path)
             total = sum(counts) if counts else 0
             for b, count in enumerate(counts or ()):
                 if count:

@@ -109,6 +109,19 @@ def grad_histograms(paths: list, grads: list) -> dict:
     return {path: metrics.histogram(grad) for path, grad in zip(paths, grads)}
 
 
+def activation_histograms(model, images) -> dict:
+    """Each weighted layer's output on this batch (after its activation), in the same
+    fixed bins of |value|: a dead ReLU layer is a strip all in the lowest bin. One more
+    forward pass, in inference mode, on the steps that bin: the step's own forward pass
+    ran inside the train step, where its outputs are not kept."""
+    out, x = {}, images
+    for layer in model.layers:
+        x = layer(x, training=False)
+        if layer.weights:
+            out[layer.name] = metrics.histogram(x.numpy())
+    return out
+
+
 def make_dataset(images, labels, batch_size: int, seed: int) -> tf.data.Dataset:
     return (
         tf.data.Dataset.from_tensor_slices((images, labels))
@@ -277,11 +290,18 @@ class _Training:
         loss = float(loss_value)
         arrays = [g.numpy() for g in grads]
         norms = grad_norms(self.paths, arrays)
-        hist = grad_histograms(self.paths, arrays) if step == 1 or step % HIST_EVERY == 0 else {}
+        binned = step == 1 or step % HIST_EVERY == 0
+        hist = grad_histograms(self.paths, arrays) if binned else {}
+        activations = {}
+        if binned:
+            t0 = time.perf_counter()          # the extra forward pass is not training time
+            activations = activation_histograms(self.model, images)
+            self.clock.exclude_since(t0)
         elapsed = self.clock.elapsed()
         self.emit(metrics.Step(step=step, epoch=epoch, loss=loss, grad_norms=norms,
                                steps_per_s=step / elapsed if elapsed > 0 else 0.0,
-                               elapsed_s=elapsed, total_steps=self.total_steps, grad_hist=hist))
+                               elapsed_s=elapsed, total_steps=self.total_steps, grad_hist=hist,
+                               act_hist=activations))
         for warning in self.watch.check(step, loss, norms):
             self.emit(warning)
         return loss
