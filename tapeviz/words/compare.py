@@ -57,7 +57,8 @@ def divergence(cmp, names: tuple) -> str:
     if row is None:
         said = (f"{names[0]} and {names[1]} match within rtol {cmp.rtol:g}: "
                 f"{len(cmp.rows)} ops, their values and gradients")
-        grads = [g for g in cmp.gradients if g.grad_a is not None][:4]
+        grads = [g for g in cmp.gradients if g.grad_a is not None
+                 and isinstance(getattr(cmp.a.tensor(g.grad_a), "value", None), (int, float))][:4]
         if grads:         # the numbers a reader compares: `w`'s gradient 10.0 on both sides
             said += " (" + ", ".join(f"`{g.source}`'s gradient {_grad_text(cmp.a, g.grad_a)}"
                                      for g in grads) + " on both)"
