@@ -6,6 +6,7 @@ Two loops:
   cnn    the eager guide's CNN (Conv2D 16, Conv2D 16, pooling, Dense 10, Adam, batch 32
          of 28x28), 100 steps
   small  the custom-training guide's linear regression, 1,000 steps of small ops
+  torch  the same CNN in PyTorch, 100 steps (`--loops torch`; PyTorch installed)
 
     python bench/record_cost.py loops [--pairs 3] [--loops cnn,small] [--all-steps]
         recorded / plain through `tapeviz record` with its defaults (the keep policy:
@@ -122,8 +123,37 @@ SMALL = textwrap.dedent("""
     print("LOOP_CPU", time.process_time() - cpu)
 """)
 
+# The same CNN in PyTorch (an optional extra): its capture is worker/autograd/
+TORCH_CNN = textwrap.dedent("""
+    import time
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3), nn.ReLU(), nn.Conv2d(16, 16, 3), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    optimizer = torch.optim.Adam(model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    images, labels = torch.rand(32, 1, 28, 28), torch.randint(0, 10, (32,))
+
+    def train_step(images, labels):
+        optimizer.zero_grad()
+        loss = loss_fn(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for _ in range(WARMUP):
+        train_step(images, labels)
+    start, cpu = time.perf_counter(), time.process_time()
+    for _ in range(STEPS):
+        train_step(images, labels)
+    print("LOOP_SECONDS", time.perf_counter() - start)
+    print("LOOP_CPU", time.process_time() - cpu)
+""")
+
 # source, warm-up steps, timed steps, the step function's name (for the profile)
-LOOPS = {"cnn": (CNN, 5, 100, "train_step"), "small": (SMALL, 20, 1000, "train")}
+LOOPS = {"cnn": (CNN, 5, 100, "train_step"), "small": (SMALL, 20, 1000, "train"),
+         "torch": (TORCH_CNN, 5, 100, "train_step")}
 
 
 def loop_source(args, name: str) -> str:

@@ -189,3 +189,16 @@ def test_a_nan_in_the_backward_pass_is_the_backward_alert():
     assert rec.tensor(rec.tapes[0].gradients[0].results[0].grad).stats.nan == 1
     (alert,) = [a for a in rec.alerts if a.phase == BACKWARD]
     assert alert.kind == "nan" and rec.op(alert.op).type == "SqrtBackward0" and alert.line == 4
+
+
+def test_past_the_op_bound_every_step_keeps_its_summary_and_nothing_else_grows():
+    printed, plain_ns = plain(LOOP)
+    rec = recorder.record(LOOP, timeout=None, max_ops=12)
+    assert rec.error is None and rec.stdout == printed
+    assert len(rec.steps) == 5                              # every step's summary
+    assert 1 <= len(rec.tapes) < 5                          # the first steps' graphs only
+    assert rec.dropped.get("ops", 0) > 0
+    for summary, want in zip(rec.steps, plain_ns["norms"]):
+        assert summary.norms == pytest.approx(want, rel=1e-5)
+    # the steps past the bound name the same four parameters as the first
+    assert {tuple(s.sources) for s in rec.steps} == {tuple(rec.steps[0].sources)}

@@ -81,6 +81,7 @@ class _Call:
         self.leaves: list = []           # the leaves whose AccumulateGrad ran, in order
         self.forward_ops: set = set()
         self.retain = False              # retain_graph: the tape is "persistent"
+        self.light = False               # past the op bound: no hooks, the summary alone
 
     def hook_all(self, nodes: list) -> None:
         self.nodes = nodes
@@ -146,8 +147,9 @@ class _Call:
 class Backward:
     """Records the program's gradient calls (forward.py routes GRADIENT_CALLS here)."""
 
-    def __init__(self, session, tensors):
+    def __init__(self, session, tensors, full):
         self.session, self.tensors = session, tensors
+        self.full = full                 # () -> whether the op bound is reached
         self.module_paths: dict = {}     # id(parameter) -> its path in its module ("fc1/weight")
 
     def call(self, func, args, kwargs, ops_by_id: dict):
@@ -187,7 +189,14 @@ class Backward:
                                                                           "create_graph")
         call = _Call(self, self.session.new_tape_id(), line, file, ops_by_id)
         call.retain = bool(create if retain is None else retain)
-        call.hook_all(_walk([t.grad_fn for t in targets]))
+        nodes = _walk([t.grad_fn for t in targets])
+        if self.full():
+            # past the op bound: the step's summary alone, from the leaves it reaches
+            call.light = True
+            call.leaves = [n.variable for n in nodes
+                           if isinstance(getattr(n, "variable", None), torch.Tensor)]
+        else:
+            call.hook_all(nodes)
         return call, targets, sources
 
     def _after(self, call: _Call, func, targets, sources, result, frame, error) -> None:
@@ -199,12 +208,32 @@ class Backward:
     def _record(self, call: _Call, func, targets, sources, result, frame, error) -> None:
         s, tensors = self.session, self.tensors
         if not sources:                  # backward(): the leaves whose .grad it filled
-            sources = sorted(call.leaves, key=lambda t: tensors.rid(t, call.line, call.file))
+            sources = sorted(call.leaves, key=lambda t: tensors.origin(t, call.line, call.file))
         grads = list(result) if func is torch.autograd.grad and result is not None else \
             [t.grad for t in sources]
+        if error is not None:
+            grads = [None] * len(sources)
+        if not call.light:
+            self._tape(call, targets, sources, grads, error)
+            self._name(frame)
+        norms, arrays = [], []
+        for g in grads:
+            norm, _, a = _norm_value(g) if g is not None else (None, None, None)
+            norms.append(None if norm is None else float(norm))
+            arrays.append(a)
+        variables = [(tensors.origin(src, call.line, call.file), self._path(src, frame))
+                     for src in sources]
+        loss = targets[0] if len(targets) == 1 and targets[0].numel() == 1 else None
+        where = (call.file, call.line)
+        s.steps.add_call(call.tape, 0, where, None if loss is None else float(loss.detach()),
+                         variables, norms, s.steps.histograms(where, arrays), error)
+
+    def _tape(self, call: _Call, targets, sources, grads, error) -> None:
+        """The call's tape, its gradient call and its results, into the recording."""
+        s, tensors = self.session, self.tensors
         target_ids = [tensors.rid(t, call.line, call.file) for t in targets]
-        results, norms, arrays, variables = [], [], [], []
-        for src, g in zip(sources, grads if error is None else [None] * len(sources)):
+        results = []
+        for src, g in zip(sources, grads):
             rid = tensors.rid(src, call.line, call.file)
             grad_id = None
             if g is not None:
@@ -217,10 +246,6 @@ class Backward:
             reason = None if g is not None or error else (
                 "no path from the target to it: it was not used in computing the target")
             results.append(GradResult(rid, grad_id, reason))
-            norm, _, a = _norm_value(g) if g is not None else (None, None, None)
-            norms.append(None if norm is None else float(norm))
-            arrays.append(a)
-            variables.append((tensors.origin(src, call.line, call.file), self._path(src, frame)))
         forward = sorted(call.forward_ops)
         for op_id in forward:
             op = call.ops_by_id.get(op_id)
@@ -229,15 +254,9 @@ class Backward:
         gradient = GradientCall(call.line, "gradient", target_ids, [r.source for r in results],
                                 results, call.flow, error, file=call.file)
         spans = [[forward[0], forward[-1] + 1]] if forward else []
-        watched = [r.source for r in results]
         s.tapes.append(Tape(call.tape, self._first_line(call, forward), call.retain, True,
-                            None, watched, forward, [gradient],
+                            None, [r.source for r in results], forward, [gradient],
                             recording_spans=spans, file=call.file))
-        self._name(frame)
-        loss = targets[0] if len(targets) == 1 and targets[0].numel() == 1 else None
-        where = (call.file, call.line)
-        s.steps.add_call(call.tape, 0, where, None if loss is None else float(loss.detach()),
-                         variables, norms, s.steps.histograms(where, arrays), error)
 
     def _first_line(self, call: _Call, forward: list):
         for op_id in forward:

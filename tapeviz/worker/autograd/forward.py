@@ -60,11 +60,15 @@ class Capture(TorchFunctionMode):
         super().__init__()
         self.session = session
         self.tensors = Tensors(session)
-        self.backward = Backward(session, self.tensors)
+        self.backward = Backward(session, self.tensors, self.full)
         self.ops_by_id: dict = {}     # op id -> Op, for backward nodes' lines
         self.dropped = 0
         self.last = time.perf_counter()
         self.entered = False
+
+    def full(self) -> bool:
+        """Whether the op bound is reached: later steps leave their summaries alone."""
+        return len(self.ops_by_id) >= self.session.max_ops
 
     def start(self) -> None:
         self.session.framework = PYTORCH
@@ -100,7 +104,7 @@ class Capture(TorchFunctionMode):
 
     def _record(self, name: str, args, kwargs, outputs: list, started: float) -> None:
         s = self.session
-        if len(self.ops_by_id) >= s.max_ops:
+        if self.full():
             self.dropped += 1          # the steps' summaries go on (backward.py)
             return
         caller = sys._getframe(2)
