@@ -3,6 +3,7 @@ real recordings (the real worker records each pair), checked against what plain 
 printed for the same programs."""
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -18,15 +19,20 @@ pytestmark = pytest.mark.slow   # each recording is a worker process of its own
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("pairs")
-    return {
-        "nan": record(d, "nan_loop", NAN_LOOP), "nan_ref": plain(d, "nan_loop", NAN_LOOP),
-        "stopped": record(d, "stopped", STOPPED), "flowing": record(d, "flowing", FLOWING),
-        "stopped_ref": plain(d, "stopped", STOPPED), "flowing_ref": plain(d, "flowing", FLOWING),
-        "traced": record(d, "traced", TRACED), "eager": record(d, "eager", TRACED, "--eager"),
-        "traced_ref": plain(d, "traced", TRACED),
-        "seed_a": record(d, "seed_a", SEEDED), "seed_b": record(d, "seed_b", SEEDED),
-        "seed_ref": plain(d, "seed", SEEDED), "dir": d,
+    made = {
+        "nan": (record, "nan_loop", NAN_LOOP), "nan_ref": (plain, "nan_loop", NAN_LOOP),
+        "stopped": (record, "stopped", STOPPED), "flowing": (record, "flowing", FLOWING),
+        "stopped_ref": (plain, "stopped", STOPPED), "flowing_ref": (plain, "flowing", FLOWING),
+        "traced": (record, "traced", TRACED), "eager": (record, "eager", TRACED, "--eager"),
+        "traced_ref": (plain, "traced", TRACED),
+        "seed_a": (record, "seed_a", SEEDED), "seed_b": (record, "seed_b", SEEDED),
+        "seed_ref": (plain, "seed", SEEDED),
     }
+    # Twelve fresh processes, most of each one TensorFlow's import: three at a time, since
+    # one after another they took two and a half minutes of a busy machine's suite
+    with ThreadPoolExecutor(3) as pool:
+        futures = {key: pool.submit(how, d, *args) for key, (how, *args) in made.items()}
+        return {**{key: f.result() for key, f in futures.items()}, "dir": d}
 
 
 def test_two_steps_where_the_second_turns_nan(runs):
