@@ -4,7 +4,12 @@ returns, the weights a training loop ends with, and what the program prints. Ski
 PyTorch is not installed (an optional extra: `pip install .[torch]`)."""
 import contextlib
 import io
+import json
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +19,9 @@ from tapeviz import examples  # noqa: E402
 from tapeviz.matching import match  # noqa: E402
 from tapeviz.recording import BACKWARD, FORWARD, PYTORCH, TENSORFLOW  # noqa: E402
 from tapeviz.worker import recorder  # noqa: E402
+
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def plain(source: str) -> tuple:
@@ -202,3 +210,29 @@ def test_past_the_op_bound_every_step_keeps_its_summary_and_nothing_else_grows()
         assert summary.norms == pytest.approx(want, rel=1e-5)
     # the steps past the bound name the same four parameters as the first
     assert {tuple(s.sources) for s in rec.steps} == {tuple(rec.steps[0].sources)}
+
+
+WARNS = textwrap.dedent("""\
+    import torch
+    w = torch.tensor(2.0, requires_grad=True)
+    for step in range(3):
+        y = w * 3.0
+        y.backward()
+        print(y.grad)          # not a leaf: PyTorch's C++ warns, once for this line
+        p = torch.nn.functional.softmax(torch.ones(2, 2))   # a Python warning, stacklevel 2
+    """)
+
+
+@pytest.mark.slow   # the plain run is a fresh Python
+def test_pytorchs_warnings_name_the_programs_line_once_as_plainly(tmp_path):
+    program = tmp_path / "warns.py"
+    program.write_text(WARNS)
+    plainly = subprocess.run([sys.executable, str(program)], capture_output=True, text=True)
+    assert "warns.py:6: UserWarning" in plainly.stderr and "warns.py:7: UserWarning" in plainly.stderr
+    out = tmp_path / "run.json"
+    subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", str(out), str(program)],
+                   capture_output=True, text=True, cwd=tmp_path, check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    rec = json.loads(out.read_text())
+    assert rec["stdout"] == plainly.stdout
+    assert rec["stderr"] == plainly.stderr

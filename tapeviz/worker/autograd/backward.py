@@ -11,7 +11,6 @@ The tape is the forward ops whose nodes the walk met; the results are `.grad` of
 from __future__ import annotations
 
 import math
-import sys
 from typing import Optional
 
 import torch
@@ -19,6 +18,7 @@ import torch
 from .. import numerics
 from ..frames import nearest_user_frame
 from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, Op, Tape
+from . import plainly
 from .tensors import SMALL, array
 
 GRADIENT_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
@@ -152,19 +152,20 @@ class Backward:
         self.full = full                 # () -> whether the op bound is reached
         self.module_paths: dict = {}     # id(parameter) -> its path in its module ("fc1/weight")
 
-    def call(self, func, args, kwargs, ops_by_id: dict):
+    def call(self, func, args, kwargs, ops_by_id: dict, caller):
+        """The gradient call `func` made from frame `caller`, run as plainly and recorded."""
         s = self.session
         if s.quiet:
-            return func(*args, **kwargs)
-        frame, file = nearest_user_frame(sys._getframe(2), s.files)
+            return plainly.call(func, args, kwargs, caller)
+        frame, file = nearest_user_frame(caller, s.files)
         line = frame.f_lineno if frame is not None else None
         try:
             call, targets, sources = self._before(func, args, kwargs, line, file, ops_by_id)
         except Exception as e:           # noqa: BLE001 - the call runs as it would plainly
             s.fault("could not follow a PyTorch gradient call", e, line)
-            return func(*args, **kwargs)
+            return plainly.call(func, args, kwargs, caller)
         try:
-            result = func(*args, **kwargs)
+            result = plainly.call(func, args, kwargs, caller)
         except BaseException as exc:
             call.remove()
             self._after(call, func, targets, sources, None, frame, f"{type(exc).__name__}: {exc}")

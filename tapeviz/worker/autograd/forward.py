@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..frames import nearest_user_frame
 from ...recording import FORWARD, PYTORCH, Op
+from . import plainly
 from .backward import GRADIENT_CALLS, Backward
 from .tensors import Tensors
 
@@ -85,10 +86,11 @@ class Capture(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        caller = plainly.caller_of(func, sys._getframe(1))    # the frame that made the call
         if func in GRADIENT_CALLS:
-            return self.backward.call(func, args, kwargs, self.ops_by_id)
+            return self.backward.call(func, args, kwargs, self.ops_by_id, caller)
         started = time.perf_counter()
-        out = func(*args, **kwargs)
+        out = plainly.call(func, args, kwargs, caller)
         raw = getattr(func, "__name__", None)
         if raw in _NOT_OPS or self.session.quiet:
             return out
@@ -97,17 +99,16 @@ class Capture(TorchFunctionMode):
             return out
         name = op_type(func)
         try:
-            self._record(name, args, kwargs, outputs, started)
+            self._record(name, args, kwargs, outputs, started, caller)
         except Exception as e:        # noqa: BLE001 - tapeviz's failure, not the program's
             self.session.fault(f"could not record PyTorch's {name}", e)
         return out
 
-    def _record(self, name: str, args, kwargs, outputs: list, started: float) -> None:
+    def _record(self, name: str, args, kwargs, outputs: list, started: float, caller) -> None:
         s = self.session
         if self.full():
             self.dropped += 1          # the steps' summaries go on (backward.py)
             return
-        caller = sys._getframe(2)
         frame, file = nearest_user_frame(caller, s.files)
         if frame is not caller and all(t.grad_fn is None for t in outputs):
             # a library's own work off the autograd graph (a DataLoader's indexing, an
