@@ -236,3 +236,26 @@ def test_pytorchs_warnings_name_the_programs_line_once_as_plainly(tmp_path):
     rec = json.loads(out.read_text())
     assert rec["stdout"] == plainly.stdout
     assert rec["stderr"] == plainly.stderr
+
+
+def test_a_grad_read_as_none_says_why_in_pytorchs_terms():
+    source = textwrap.dedent("""\
+        import torch
+        x = torch.tensor(3.0)
+        n = torch.tensor(2)
+        w = torch.tensor(2.0, requires_grad=True)
+        h = w * x
+        y = h * n
+        y.backward()
+        print(x.grad, n.grad, h.grad, w.grad)
+        """)
+    printed, plain_ns = plain(source)
+    rec, _ = recorded(source)
+    assert rec.stdout == printed == "None None None tensor(6.)\n"
+    call = rec.tapes[0].gradients[0]
+    by_name = {rec.tensor(r.source).name: r for r in call.results}
+    assert value(rec, by_name["w"].grad) == plain_ns["w"].grad.item() == 6.0
+    assert by_name["x"].grad is None and "without requires_grad=True" in by_name["x"].none_reason
+    assert by_name["n"].grad is None and "integer tensor (int64)" in by_name["n"].none_reason
+    assert by_name["h"].grad is None and "not a leaf" in by_name["h"].none_reason
+    assert "h.retain_grad()" in by_name["h"].none_reason

@@ -82,6 +82,7 @@ class _Call:
         self.forward_ops: set = set()
         self.retain = False              # retain_graph: the tape is "persistent"
         self.light = False               # past the op bound: no hooks, the summary alone
+        self.fills_grad = True           # backward(), not torch.autograd.grad
 
     def hook_all(self, nodes: list) -> None:
         self.nodes = nodes
@@ -147,10 +148,11 @@ class _Call:
 class Backward:
     """Records the program's gradient calls (forward.py routes GRADIENT_CALLS here)."""
 
-    def __init__(self, session, tensors, full):
-        self.session, self.tensors = session, tensors
+    def __init__(self, session, tensors, full, ops_by_id: dict):
+        self.session, self.tensors, self.ops_by_id = session, tensors, ops_by_id
         self.full = full                 # () -> whether the op bound is reached
         self.module_paths: dict = {}     # id(parameter) -> its path in its module ("fc1/weight")
+        self.last = None                 # the newest recorded backward()'s tape
 
     def call(self, func, args, kwargs, ops_by_id: dict, caller):
         """The gradient call `func` made from frame `caller`, run as plainly and recorded."""
@@ -190,6 +192,7 @@ class Backward:
                                                                           "create_graph")
         call = _Call(self, self.session.new_tape_id(), line, file, ops_by_id)
         call.retain = bool(create if retain is None else retain)
+        call.fills_grad = func is not torch.autograd.grad
         nodes = _walk([t.grad_fn for t in targets])
         if self.full():
             # past the op bound: the step's summary alone, from the leaves it reaches
@@ -255,9 +258,35 @@ class Backward:
         gradient = GradientCall(call.line, "gradient", target_ids, [r.source for r in results],
                                 results, call.flow, error, file=call.file)
         spans = [[forward[0], forward[-1] + 1]] if forward else []
-        s.tapes.append(Tape(call.tape, self._first_line(call, forward), call.retain, True,
-                            None, [r.source for r in results], forward, [gradient],
-                            recording_spans=spans, file=call.file))
+        tape = Tape(call.tape, self._first_line(call, forward), call.retain, True,
+                    None, [r.source for r in results], forward, [gradient],
+                    recording_spans=spans, file=call.file)
+        s.tapes.append(tape)
+        self.last = tape if func_fills_grad(call) else None
+
+    def explain_none(self, t: torch.Tensor, caller) -> None:
+        """The program read `t.grad` and got None: when t took part in the newest
+        backward()'s graph, why, as that call's result for t (the page's None callout)."""
+        tape, tensors = self.last, self.tensors
+        if tape is None or not tape.gradients:
+            return
+        rid = tensors.known(t)
+        ops = [self.session_op(i) for i in tape.ops]
+        if rid is None or not any(op is not None and (rid in op.inputs or rid in op.outputs)
+                                  for op in ops):
+            return
+        call = tape.gradients[0]
+        if rid in call.sources:
+            return
+        name = next((n for n, v in _frame_items(caller) if v is t), None) if caller else None
+        call.sources.append(rid)
+        call.results.append(GradResult(rid, None, _none_reason(t, name or "this tensor")))
+        rec = self.session.tensors.get(rid)
+        if rec is not None and rec.name is None and name:
+            rec.name = name
+
+    def session_op(self, op_id: int):
+        return self.ops_by_id.get(op_id) if self.ops_by_id is not None else None
 
     def _first_line(self, call: _Call, forward: list):
         for op_id in forward:
@@ -290,6 +319,27 @@ class Backward:
             rec = self.session.tensors.get(held[1]) if held is not None else None
             if rec is not None and rec.name is None:
                 rec.name = path.replace("/", ".")
+
+
+def func_fills_grad(call: "_Call") -> bool:
+    """backward() fills .grad; torch.autograd.grad returns its gradients instead."""
+    return call.fills_grad
+
+
+def _none_reason(t: torch.Tensor, name: str) -> str:
+    """Why `name`.grad is None after backward(), in PyTorch's terms and the tape's."""
+    if t.grad_fn is not None:
+        return (f"{name} is not a leaf: it was computed ({t.grad_fn.name()}), and backward() "
+                f"fills .grad only on leaves; call {name}.retain_grad() before backward() to "
+                f"keep it (a tape gives any watched tensor's gradient: tape.gradient(y, {name}))")
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        return (f"{name} is an integer tensor ({str(t.dtype).replace('torch.', '')}): only "
+                f"floating point tensors can require gradients, so autograd did not track it; "
+                f"make it a float, as torch.tensor(2.0, requires_grad=True) (the tape, too, "
+                f"gives None for an integer source)")
+    return (f"{name} was made without requires_grad=True, so autograd did not track it and "
+            f"backward() left its .grad None; make it with requires_grad=True, or call "
+            f"{name}.requires_grad_() before using it (the tape's way: tape.watch({name}))")
 
 
 def _frame_items(frame) -> list:

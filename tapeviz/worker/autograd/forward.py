@@ -28,6 +28,7 @@ _NOT_OPS = frozenset({"__get__", "__set__", "__repr__", "__format__", "__str__",
                       "stride", "data_ptr", "element_size", "register_hook", "retain_grad",
                       "requires_grad_", "detach_"})
 META = "tapeviz"          # the key of our entry in an autograd node's metadata
+_GRAD = torch.Tensor.grad  # the `.grad` property: its getter is a call the mode sees
 
 
 def op_type(func) -> str:
@@ -61,8 +62,8 @@ class Capture(TorchFunctionMode):
         super().__init__()
         self.session = session
         self.tensors = Tensors(session)
-        self.backward = Backward(session, self.tensors, self.full)
-        self.ops_by_id: dict = {}     # op id -> Op, for backward nodes' lines
+        self.ops_by_id: dict = {}     # op id -> Op, for the tapes' forward ops
+        self.backward = Backward(session, self.tensors, self.full, self.ops_by_id)
         self.dropped = 0
         self.last = time.perf_counter()
         self.entered = False
@@ -92,6 +93,11 @@ class Capture(TorchFunctionMode):
         started = time.perf_counter()
         out = plainly.call(func, args, kwargs, caller)
         raw = getattr(func, "__name__", None)
+        if out is None and getattr(func, "__self__", None) is _GRAD and args and not self.session.quiet:
+            try:                       # `x.grad` read as None: the page says why
+                self.backward.explain_none(args[0], caller)
+            except Exception as e:     # noqa: BLE001 - a reason is a label only
+                self.session.fault("could not say why a PyTorch .grad is None", e)
         if raw in _NOT_OPS or self.session.quiet:
             return out
         outputs = _tensors(out)
