@@ -177,8 +177,7 @@ rec = state.rec
 compare_panel.show(top, rec)             # the chosen pair side by side, over the page
 
 
-def draw_editor():
-    """The editor last: the picked node's line is known once the inspector ran."""
+def draw_editor_text():
     source = state.source
     same = rec is not None and rec.source == source
     err = rec.error if same and values.in_program(rec, rec.error and rec.error.file) else None
@@ -187,6 +186,12 @@ def draw_editor():
     with editor_slot:
         editor.draw(source, lines, 20 if st.session_state.get("large_text") else 15,
                     editor.markers(err.line if err else None, pick, err.message if err else ""))
+
+
+def draw_editor(text: bool = True):
+    """The editor last: the picked node's line is known once the inspector ran."""
+    if text:
+        draw_editor_text()
     if state.job is not None:
         wait_for(state.job, status_area)
     if state.follow is not None:
@@ -206,6 +211,14 @@ if rec is None and state.follow is None:
 if rec is None:
     draw_editor()
     st.stop()
+
+# A page's first drawing has no picked node: its editor goes out before the graph, so the
+# browser loads the editor's frame beside Plotly's code instead of after the graph is painted
+# (a lesson link's editor was a grey box for a second after the graph appeared)
+early_editor = not st.session_state.get("drawn_once") and st.session_state.get("pick") is None
+if early_editor:
+    draw_editor_text()
+st.session_state["drawn_once"] = True
 
 with right:
     panels.show_callouts(state, callouts.callouts(rec))
@@ -239,4 +252,4 @@ with left:
     panels.share_and_export(st.session_state.get("example"), rec, state.rec_dict,
                             drawn[2] if drawn is not None else None)
 
-draw_editor()
+draw_editor(text=not early_editor)
