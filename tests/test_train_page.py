@@ -73,8 +73,9 @@ def test_start_steps_stop_resume_reset():
     assert run.start["source"] and "Data:" in "".join(c.value for c in at.caption)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Step"] != "0" and metrics["Steps/s"] != "—" and "/ 5" in metrics["Epoch"]
-    # the loss, the gradient norms, accuracy, predictions, histograms: all drawn in place
-    assert len(at.get("vega_lite_chart")) == 5 and not at.get("plotly_chart")
+    # the loss, the gradient norms, accuracy, predictions, the gradients' and the
+    # activations' histograms: all drawn in place
+    assert len(at.get("vega_lite_chart")) == 6 and not at.get("plotly_chart")
 
     press(at, "Stop")
     run = wait_for(at, lambda r: r.status == "paused", "the pause")
