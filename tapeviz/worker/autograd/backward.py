@@ -10,14 +10,13 @@ The tape is the forward ops whose nodes the walk met; the results are `.grad` of
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import torch
 
 from .. import numerics
 from ..frames import nearest_user_frame
-from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, Op, Tape
+from ...recording import BACKWARD, FlowEntry, GradientCall, GradResult, Op, Tape, encode_float
 from . import plainly
 from .tensors import SMALL, array
 
@@ -64,7 +63,7 @@ def _saves(node) -> bool:
 def _norm_value(g: torch.Tensor):
     a = array(g)
     norm = numerics.norm(a)
-    return (norm if norm is None or math.isfinite(norm) else str(norm)), \
+    return (None if norm is None else encode_float(norm)), \
         (numerics.plain_value(a) if a.size <= SMALL else None), a
 
 
@@ -262,7 +261,7 @@ class Backward:
                     None, [r.source for r in results], forward, [gradient],
                     recording_spans=spans, file=call.file)
         s.tapes.append(tape)
-        self.last = tape if func_fills_grad(call) else None
+        self.last = tape if call.fills_grad else None
 
     def explain_none(self, t: torch.Tensor, caller) -> None:
         """The program read `t.grad` and got None: when t took part in the newest
@@ -271,7 +270,7 @@ class Backward:
         if tape is None or not tape.gradients:
             return
         rid = tensors.known(t)
-        ops = [self.session_op(i) for i in tape.ops]
+        ops = [self.ops_by_id.get(i) for i in tape.ops]
         if rid is None or not any(op is not None and (rid in op.inputs or rid in op.outputs)
                                   for op in ops):
             return
@@ -285,8 +284,6 @@ class Backward:
         if rec is not None and rec.name is None and name:
             rec.name = name
 
-    def session_op(self, op_id: int):
-        return self.ops_by_id.get(op_id) if self.ops_by_id is not None else None
 
     def _first_line(self, call: _Call, forward: list):
         for op_id in forward:
@@ -319,11 +316,6 @@ class Backward:
             rec = self.session.tensors.get(held[1]) if held is not None else None
             if rec is not None and rec.name is None:
                 rec.name = path.replace("/", ".")
-
-
-def func_fills_grad(call: "_Call") -> bool:
-    """backward() fills .grad; torch.autograd.grad returns its gradients instead."""
-    return call.fills_grad
 
 
 def _none_reason(t: torch.Tensor, name: str) -> str:
