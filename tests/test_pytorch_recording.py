@@ -259,3 +259,21 @@ def test_a_grad_read_as_none_says_why_in_pytorchs_terms():
     assert by_name["n"].grad is None and "integer tensor (int64)" in by_name["n"].none_reason
     assert by_name["h"].grad is None and "not a leaf" in by_name["h"].none_reason
     assert "h.retain_grad()" in by_name["h"].none_reason
+
+
+def test_autograd_grad_of_a_modules_parameters_generator_runs_as_plainly():
+    # `model.parameters()` is a generator: the recorder must not use it up before PyTorch does
+    source = textwrap.dedent("""\
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        m = nn.Linear(3, 1)
+        loss = m(torch.ones(2, 3)).sum()
+        grads = torch.autograd.grad(loss, m.parameters())
+        print([round(g.sum().item(), 6) for g in grads])
+        """)
+    printed, _ = plain(source)
+    rec, _ = recorded(source)
+    assert rec.error is None and rec.stdout == printed
+    call = rec.tapes[0].gradients[0]
+    assert [rec.tensor(r.grad).shape for r in call.results] == [[1, 3], [1]]
