@@ -180,3 +180,19 @@ def live_title(page) -> str:
 def count(title: str) -> int:
     """The gradient calls a live headline counts."""
     return int(title.split()[1].replace(",", ""))
+
+
+def compare_view_on_screen(page, size, drawn_js: str, timeout_ms: int = 60_000) -> str:
+    """The compare view's text once its two charts are drawn (`drawn_js`, a JS test of one
+    chart `c`) and each is mostly on screen in a window of `size`."""
+    view = page.locator(".st-key-compare_view")
+    view.wait_for(timeout=timeout_ms)
+    page.wait_for_function(f"""() => {{
+        const charts = document.querySelectorAll('.st-key-compare_view .js-plotly-plot');
+        return charts.length === 2 && [...charts].every(c => {drawn_js});
+    }}""", timeout=60_000)
+    page.wait_for_timeout(1500)        # the scroll into view waits for both charts
+    for chart in view.locator(".js-plotly-plot").all():
+        box = chart.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] * 0.6 <= size[1], box
+    return view.inner_text()

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served, settle
+from browser_util import (ROOT, WAIT_MS, assert_no_exception, browser_page, compare_view_on_screen,
+                          screenshot_path, served, settle)
 from compare_runs import FLOWING, NAN_LOOP, STOPPED, line_of, record
 
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium, recordings by the worker
@@ -41,18 +42,8 @@ def choose(page, choice):
 
 def both_charts_in_view(page, size):
     """The compare view's two charts, drawn, each with its first divergence ring, on screen."""
-    view = page.locator(".st-key-compare_view")
-    view.wait_for(timeout=60_000)
-    page.wait_for_function("""() => {
-        const charts = document.querySelectorAll('.st-key-compare_view .js-plotly-plot');
-        return charts.length === 2 && [...charts].every(c => (c._fullData || []).some(
-            t => t.name === 'first divergence' && t.x && t.x.length));
-    }""", timeout=60_000)
-    page.wait_for_timeout(1500)        # the scroll into view waits for both charts
-    for chart in view.locator(".js-plotly-plot").all():
-        box = chart.bounding_box()
-        assert box["y"] >= 0 and box["y"] + box["height"] * 0.6 <= size[1], box
-    return view.inner_text()
+    return compare_view_on_screen(page, size, "(c._fullData || []).some(t => t.name === "
+                                  "'first divergence' && t.x && t.x.length)")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -6,7 +6,8 @@ import importlib.util
 
 import pytest
 
-from browser_util import WAIT_MS, assert_no_exception, browser_page, screenshot_path, settle, streamlit_server
+from browser_util import (WAIT_MS, assert_no_exception, browser_page, compare_view_on_screen, screenshot_path,
+                          settle, streamlit_server)
 
 pytestmark = pytest.mark.slow   # a Streamlit server and its workers, driven in Chromium
 
@@ -16,17 +17,7 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def both_charts_drawn(page, size) -> str:
-    view = page.locator(".st-key-compare_view")
-    view.wait_for(timeout=120_000)
-    page.wait_for_function("""() => {
-        const charts = document.querySelectorAll('.st-key-compare_view .js-plotly-plot');
-        return charts.length === 2 && [...charts].every(c => (c._fullData || []).length > 0);
-    }""", timeout=60_000)
-    page.wait_for_timeout(1500)           # the scroll into view waits for both charts
-    for chart in view.locator(".js-plotly-plot").all():
-        box = chart.bounding_box()
-        assert box["y"] >= 0 and box["y"] + box["height"] * 0.6 <= size[1], box
-    return view.inner_text()
+    return compare_view_on_screen(page, size, "(c._fullData || []).length > 0", timeout_ms=120_000)
 
 
 @pytest.fixture(scope="module")
