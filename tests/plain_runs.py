@@ -9,6 +9,8 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
+import time
 
 from tapeviz.recording import Recording
 from tapeviz.server import runner
@@ -34,11 +36,19 @@ def run_plain(source: str) -> tuple[dict, str]:
 
 def plain(source: str, tmp_path, fails: bool = False) -> list:
     """The lines the program prints run as a file in a fresh Python, no tapeviz."""
+    return _plain_started(source, tmp_path, fails)()
+
+
+def _plain_started(source: str, tmp_path, fails: bool):
     path = tmp_path / "plain.py"
     path.write_text(source)
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
-    assert (out.returncode != 0) == fails, out.stderr
-    return out.stdout.splitlines()
+    run = started([sys.executable, str(path)], timeout=300)
+
+    def lines() -> list:
+        out = run()
+        assert (out.returncode != 0) == fails, out.stderr
+        return out.stdout.splitlines()
+    return lines
 
 
 def recorded(source: str, tmp_path, keep_steps=runner.KEEP_STEPS, **limits) -> Recording:
@@ -47,6 +57,46 @@ def recorded(source: str, tmp_path, keep_steps=runner.KEEP_STEPS, **limits) -> R
     path.write_text(source)
     return Recording.from_dict(_pool(tuple(sorted(limits.items()))).record(
         source, filename=str(path), timeout=300, keep_steps=keep_steps))
+
+
+def started(args, timeout: float, **popen):
+    """`subprocess.run(args, capture_output=True, text=True, timeout=timeout, **popen)`, started
+    now and finished by calling what this returns: a program's plain run and its recorded
+    run side by side on the two cores, where one after the other left one idle. Its output
+    goes to files, not pipes, so a process that prints much never waits for this one to
+    read; and no thread runs here meanwhile (an in-process recording counts the garbage and
+    tensors this process makes)."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    proc = subprocess.Popen(args, stdout=out, stderr=err, **popen)
+    deadline = time.monotonic() + timeout
+
+    def finished() -> subprocess.CompletedProcess:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+        texts = []
+        for file in (out, err):
+            file.seek(0)
+            with io.TextIOWrapper(file) as text:   # decoded and newlines as text=True reads a pipe
+                texts.append(text.read())
+        return subprocess.CompletedProcess(args, proc.returncode, *texts)
+    return finished
+
+
+def finished(*runs) -> list:
+    """The CompletedProcess of each `started` run, in order, once all have ended."""
+    return [run() for run in runs]
+
+
+def plain_and_recorded(source: str, tmp_path, fails: bool = False, **recording) -> tuple:
+    """`plain(source, tmp_path, fails)` and `recorded(source, tmp_path, **recording)`, the
+    fresh Python's run side by side with the worker's."""
+    lines = _plain_started(source, tmp_path, fails)
+    rec = recorded(source, tmp_path, **recording)
+    return lines(), rec
 
 
 _POOLS: dict = {}

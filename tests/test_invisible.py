@@ -6,7 +6,6 @@ plainly; TensorFlow's own checkers (`test_util.assert_no_new_tensors`,
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -19,6 +18,8 @@ pytestmark = pytest.mark.slow   # every test compares with the program run plain
 tf = pytest.importorskip("tensorflow")
 from tapeviz.worker import recorder  # noqa: E402
 
+from plain_runs import finished, started  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 # A user's shell: none of the TAPEVIZ_ settings of the shell the tests run in.
 ENV = dict({k: v for k, v in os.environ.items() if not k.startswith("TAPEVIZ_")},
@@ -29,11 +30,13 @@ def src(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
-def plain_run(tmp_path, name: str, text: str, *args, env=ENV) -> subprocess.CompletedProcess:
+# The reference and the recording run side by side (plain_runs.started): each returns the
+# run started, and calling it waits for its CompletedProcess.
+
+def plain_run(tmp_path, name: str, text: str, *args, env=ENV):
     """`python NAME ARGS` in tmp_path: the reference."""
     (tmp_path / name).write_text(text)
-    return subprocess.run([sys.executable, name, *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return started([sys.executable, name, *args], cwd=tmp_path, env=env, timeout=300)
 
 
 def program_part(stderr: str) -> str:
@@ -42,10 +45,10 @@ def program_part(stderr: str) -> str:
                    if not line.startswith(("I0000 ", "WARNING: All log messages before absl")))
 
 
-def cli_record(tmp_path, name: str, *args, env=ENV) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json", name,
-                           "--", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
+def cli_record(tmp_path, name: str, *args, flags=(), env=ENV):
+    """`python -m tapeviz record FLAGS -o run.json NAME -- ARGS` in tmp_path."""
+    return started([sys.executable, "-m", "tapeviz", "record", *flags, "-o", "run.json", name,
+                    "--", *args], cwd=tmp_path, env=env, timeout=600)
 
 
 def in_process(text: str, filename: str):
@@ -80,9 +83,10 @@ TAPES_FREED = src("""
 
 
 def test_a_tape_of_tensorflows_own_class_closes_and_frees_its_tensors(tmp_path):
-    plain = plain_run(tmp_path, "tapes.py", TAPES_FREED)
-    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stderr
+    reference = plain_run(tmp_path, "tapes.py", TAPES_FREED)
     rec, out = in_process(TAPES_FREED, str(tmp_path / "tapes.py"))
+    plain = reference()
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stderr
     assert rec.error is None and out == plain.stdout
     assert len(rec.tapes) == 3
     assert [t.parent for t in rec.tapes] == [None] * 3, "each tape closed before the next"
@@ -136,17 +140,18 @@ CHECKED = src("""
 
 
 def test_tensorflows_own_checkers_pass_recorded_in_process(tmp_path):
-    plain = plain_run(tmp_path, "checked.py", CHECKED)
-    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
+    reference = plain_run(tmp_path, "checked.py", CHECKED)
     rec, out = in_process(CHECKED, str(tmp_path / "checked.py"))
+    plain = reference()
+    assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
     assert rec.error is None and out == plain.stdout
     assert len(rec.tapes) == 21 and all(t.parent is None for t in rec.tapes)
 
 
 def test_tensorflows_own_checkers_pass_recorded_through_the_worker(tmp_path):
-    plain = plain_run(tmp_path, "checked.py", CHECKED)
+    plain, recorded = finished(plain_run(tmp_path, "checked.py", CHECKED),
+                               cli_record(tmp_path, "checked.py"))
     assert plain.returncode == 0 and plain.stdout.count("passed") == 2, plain.stdout + plain.stderr
-    recorded = cli_record(tmp_path, "checked.py")
     assert recorded.returncode == 0, recorded.stderr
     assert recorded.stdout == plain.stdout
     rec = json.loads((tmp_path / "run.json").read_text())
@@ -189,11 +194,11 @@ DELETED_IN_A_FUNCTION = src("""
 
 
 def test_a_tensor_a_function_deletes_is_freed_recorded(tmp_path):
-    plain = plain_run(tmp_path, "deleted.py", DELETED_IN_A_FUNCTION)
-    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stdout + plain.stderr
+    runs = plain_run(tmp_path, "deleted.py", DELETED_IN_A_FUNCTION), cli_record(tmp_path, "deleted.py")
     rec, out = in_process(DELETED_IN_A_FUNCTION, str(tmp_path / "deleted.py"))
+    plain, recorded = finished(*runs)
+    assert plain.returncode == 0 and "False" not in plain.stdout, plain.stdout + plain.stderr
     assert rec.error is None and out == plain.stdout
-    recorded = cli_record(tmp_path, "deleted.py")
     assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr
 
 
@@ -215,9 +220,8 @@ def test_record_shows_all_output_and_the_traceback_as_plain_python(tmp_path):
         print(float(tf.reduce_sum(tf.constant([1.0, 2.0]))))
         helper.f(2)
     """)
-    plain = plain_run(tmp_path, "main.py", main)
+    plain, recorded = finished(plain_run(tmp_path, "main.py", main), cli_record(tmp_path, "main.py"))
     assert plain.returncode == 1 and len(plain.stderr) > 200_000
-    recorded = cli_record(tmp_path, "main.py")
     assert recorded.returncode == plain.returncode
     assert recorded.stdout == plain.stdout
     # the program's stderr whole, traceback included; then tapeviz's own summary lines
@@ -246,10 +250,9 @@ def test_a_misspelt_name_is_reported_with_pythons_suggestion_as_plainly(tmp_path
             with tf.GradientTape() as tape:
                 loss = tf.keras.losses.mean_squared_eror(weights, weights * 2.0)
     """)
-    plain = plain_run(tmp_path, "main.py", main)
+    plain, recorded = finished(plain_run(tmp_path, "main.py", main), cli_record(tmp_path, "main.py"))
     assert plain.returncode == 1 and "Did you mean: 'totl'?" in plain.stderr
     assert "Did you mean: 'MeanSquaredError'?" in plain.stderr
-    recorded = cli_record(tmp_path, "main.py")
     assert recorded.returncode == plain.returncode and recorded.stdout == plain.stdout
     assert program_part(plain.stderr) in program_part(recorded.stderr), recorded.stderr[-3000:]
 
@@ -270,23 +273,17 @@ FIT_ON_ARRAYS = src("""
 """)
 
 
-def recorded_eagerly(tmp_path, name: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tapeviz", "record", "--eager", "-o", "run.json",
-                           name], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-                          timeout=600)
-
-
 def test_eager_prints_what_plain_python_running_functions_eagerly_prints(tmp_path):
     """`record --eager` is plain Python with tf.config.run_functions_eagerly(True): the
     reference is the program that calls it itself, run plainly. fit() on NumPy arrays maps
     its batches with tf.data, which then warns that the setting does not apply to it: that
     warning is in both."""
     eagerly = "import tensorflow as tf\ntf.config.run_functions_eagerly(True)\n" + FIT_ON_ARRAYS
-    plain = plain_run(tmp_path, "fit_eagerly.py", eagerly)
+    (tmp_path / "fit.py").write_text(FIT_ON_ARRAYS)
+    plain, recorded = finished(plain_run(tmp_path, "fit_eagerly.py", eagerly),
+                               cli_record(tmp_path, "fit.py", flags=["--eager"]))
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert "does not apply to tf.data functions" in plain.stderr, "the reference warns"
-    (tmp_path / "fit.py").write_text(FIT_ON_ARRAYS)
-    recorded = recorded_eagerly(tmp_path, "fit.py")
     assert recorded.returncode == 0 and recorded.stdout == plain.stdout, recorded.stderr[-2000:]
     said = program_part(recorded.stderr)
     assert said.startswith(program_part(plain.stderr)) and "tapeviz record: ok" in said
@@ -328,8 +325,8 @@ def test_tensorflows_cpp_log_lines_are_as_plain_under_the_users_level(tmp_path, 
     env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     if level is not None:
         env["TF_CPP_MIN_LOG_LEVEL"] = level
-    plain = plain_run(tmp_path, "caught.py", CAUGHT_OP_ERRORS, env=env)
-    recorded = cli_record(tmp_path, "caught.py", env=env)
+    plain, recorded = finished(plain_run(tmp_path, "caught.py", CAUGHT_OP_ERRORS, env=env),
+                               cli_record(tmp_path, "caught.py", env=env))
     assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout)
     assert cpp_lines(recorded.stderr) == cpp_lines(plain.stderr)
     warned = [line for line in cpp_lines(plain.stderr) if line.startswith("W ")]
@@ -363,14 +360,13 @@ LOAD = src("""
 
 
 def test_load_data_offline_fails_as_plainly(tmp_path):
-    env = dict(ENV, HOME=str(tmp_path))        # no Keras cache, no local copy: Keras's own
-    env.pop("TAPEVIZ_MNIST_DIR", None)
-    (tmp_path / "load.py").write_text(LOAD)
-    plain = subprocess.run([sys.executable, "load.py"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=300)
-    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json",
-                               "load.py"], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=600)
+    env = {k: v for k, v in ENV.items() if k != "TAPEVIZ_MNIST_DIR"}
+    # no Keras cache, no local copy: Keras's own; a home each, as the two run side by side
+    homes = [tmp_path / "plain", tmp_path / "recorded"]
+    for home in homes:
+        home.mkdir()
+    plain, recorded = finished(plain_run(tmp_path, "load.py", LOAD, env=dict(env, HOME=str(homes[0]))),
+                               cli_record(tmp_path, "load.py", env=dict(env, HOME=str(homes[1]))))
     assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout)
     if plain.returncode == 0:
         pytest.skip("this machine reaches Keras's download: nothing to compare offline")
@@ -438,12 +434,10 @@ BIG = tape_loop(steps=2, layers=10_000, rows=8)
 
 def test_a_recording_over_the_message_size_is_cut_not_lost(tmp_path):
     from tapeviz.server import protocol
-    plain = plain_run(tmp_path, "big.py", BIG)
-    assert plain.returncode == 0, plain.stderr
     # every op of every step (the default keeps a loop's steps that fit the op bound whole)
-    recorded = subprocess.run([sys.executable, "-m", "tapeviz", "record", "-o", "run.json",
-                               "--all-steps", "big.py"], cwd=tmp_path, env=ENV,
-                              capture_output=True, text=True, timeout=600)
+    plain, recorded = finished(plain_run(tmp_path, "big.py", BIG),
+                               cli_record(tmp_path, "big.py", flags=["--all-steps"]))
+    assert plain.returncode == 0, plain.stderr
     assert recorded.returncode == 0, recorded.stderr[-2000:]
     assert recorded.stdout == plain.stdout
     raw = (tmp_path / "run.json").read_bytes()
@@ -465,8 +459,9 @@ LOOP = tape_loop(steps=12, layers=25, rows=1)
 
 
 def test_tapes_whose_ops_the_op_bound_dropped_keep_no_flow(tmp_path):
-    plain = plain_run(tmp_path, "loop.py", LOOP)
+    reference = plain_run(tmp_path, "loop.py", LOOP)
     rec = recorder.record(LOOP, filename=str(tmp_path / "loop.py"), timeout=300, max_ops=300)
+    plain = reference()
     assert rec.error is None and rec.stdout == plain.stdout
     assert len(rec.tapes) == 12 and rec.dropped["ops"] > 0
     kept = {op.id for op in rec.ops}
@@ -490,9 +485,9 @@ def test_long_rollouts_outside_any_tape_never_empty_the_traced_train_steps(tmp_p
     """Keras's PPO example's shape: tapes only inside @tf.function train steps, and eager
     rollouts of more ops than the op bound between them. Recorded, it prints what plain
     Python prints, and every traced tape keeps the ops it recorded: the rollouts' go."""
-    plain = plain_run(tmp_path, "ppo.py", PPO.read_text())
+    plain, recorded = finished(plain_run(tmp_path, "ppo.py", PPO.read_text()),
+                               cli_record(tmp_path, "ppo.py"))
     assert plain.returncode == 0, plain.stderr[-2000:]
-    recorded = cli_record(tmp_path, "ppo.py")
     assert (recorded.returncode, recorded.stdout) == (0, plain.stdout), recorded.stderr[-2000:]
     assert program_part(recorded.stderr).startswith(program_part(plain.stderr))
     rec = json.loads((tmp_path / "run.json").read_text())
@@ -520,10 +515,11 @@ ROLLOUTS_AND_STEPS = src("""
 
 
 def test_the_op_bound_drops_ops_outside_any_tape_first(tmp_path):
-    plain = plain_run(tmp_path, "steps.py", ROLLOUTS_AND_STEPS)
+    reference = plain_run(tmp_path, "steps.py", ROLLOUTS_AND_STEPS)
     namespace = {}
     rec = recorder.record(ROLLOUTS_AND_STEPS, filename=str(tmp_path / "steps.py"), timeout=300,
                           max_ops=100, namespace=namespace)
+    plain = reference()
     assert rec.error is None and rec.stdout == plain.stdout
     assert len(rec.tapes) == 4 and rec.dropped["ops"] > 0 and len(rec.ops) == 100, "full"
     kept = {op.id for op in rec.ops}
