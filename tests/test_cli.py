@@ -1,7 +1,6 @@
 """`python -m tapeviz record` and the runner behind it, through real worker processes."""
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -11,15 +10,22 @@ import pytest
 
 from tapeviz.server import runner
 
+from plain_runs import finished, started
+
 pytestmark = pytest.mark.slow   # `python -m tapeviz` and Runners: each a process of its own
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cli(*args, timeout=180):
+    return cli_started(*args, timeout=timeout)()
+
+
+def cli_started(*args, timeout=180, cwd=ROOT):
+    """`python -m tapeviz ARGS` started, tapeviz on PYTHONPATH; calling what this returns
+    waits for it (plain_runs.started): runs that do not depend on each other go side by side."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "tapeviz", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=timeout)
+    return started([sys.executable, "-m", "tapeviz", *args], cwd=cwd, env=env, timeout=timeout)
 
 
 def write(tmp_path, name, text):
@@ -53,9 +59,9 @@ def test_record_exits_with_the_programs_own_sys_exit_status(tmp_path):
         print(float(tf.constant(2.0) * 3.0))
         sys.exit(3)
     """)
-    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True)
     out = tmp_path / "run.json"
-    result = cli("record", str(program), "-o", str(out))
+    plain, result = finished(started([sys.executable, str(program)], timeout=180),
+                             cli_started("record", str(program), "-o", str(out)))
     assert plain.returncode == 3                      # the reference: plain Python
     assert result.returncode == plain.returncode, result.stderr
     assert json.loads(out.read_text())["stdout"] == plain.stdout
@@ -92,10 +98,10 @@ def test_record_timeout_is_reported_as_a_timeout(tmp_path):
 
 
 def test_bad_usage_exits_2(tmp_path):
-    assert cli("record", str(tmp_path / "missing.py")).returncode == 2
-    assert cli("record").returncode == 2
-    assert cli("record", __file__, "--timeout", "soon").returncode == 2
-    help_text = cli("record", "--help")
+    missing, bare, soon, help_text = finished(
+        cli_started("record", str(tmp_path / "missing.py")), cli_started("record"),
+        cli_started("record", __file__, "--timeout", "soon"), cli_started("record", "--help"))
+    assert missing.returncode == bare.returncode == soon.returncode == 2
     assert help_text.returncode == 0 and "exit status" in help_text.stdout
 
 
@@ -142,23 +148,21 @@ from user_project import (line_of, plain_run, printed_gradients, recorded_gradie
                           write_project)
 
 
-def cli_in(folder, *args, timeout=300):
-    """`python -m tapeviz ...` run from the user's project folder, tapeviz on PYTHONPATH."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "tapeviz", *args], capture_output=True,
-                          text=True, cwd=folder, env=env, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
+    """The project's folder, what `python main.py --lr 0.05 --steps 4` prints, and the two
+    recordings of it the tests below check (whole, and --tapes 1:3), by output file: the
+    recordings start with the reference run, side by side, and a test waits for its own."""
     folder = write_project(tmp_path_factory.mktemp("project"))
-    return folder, plain_run(folder, "--lr", "0.05", "--steps", "4")
+    recordings = {out: cli_started("record", "main.py", *flags, "-o", out, "--timeout", "120",
+                                   "--", "--lr", "0.05", "--steps", "4", timeout=300, cwd=folder)
+                  for out, flags in (("run.json", []), ("window.json", ["--tapes", "1:3"]))}
+    return folder, plain_run(folder, "--lr", "0.05", "--steps", "4"), recordings
 
 
 def test_a_multi_file_project_runs_as_plain_python_and_is_attributed_to_its_files(project):
-    folder, plain = project
-    result = cli_in(folder, "record", "main.py", "-o", "run.json", "--timeout", "120",
-                    "--", "--lr", "0.05", "--steps", "4")
+    folder, plain, recordings = project
+    result = recordings["run.json"]()
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((folder / "run.json").read_text())
     # The same printed output as `python main.py --lr 0.05 --steps 4`, in the recording and
@@ -191,9 +195,8 @@ def test_a_multi_file_project_runs_as_plain_python_and_is_attributed_to_its_file
 
 
 def test_tapes_records_only_the_chosen_top_level_tapes(project):
-    folder, plain = project
-    result = cli_in(folder, "record", "main.py", "--tapes", "1:3", "-o", "window.json",
-                    "--timeout", "120", "--", "--lr", "0.05", "--steps", "4")
+    folder, plain, recordings = project
+    result = recordings["window.json"]()
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads((folder / "window.json").read_text())
     assert data["stdout"] == plain          # the skipped steps still ran, unchanged
@@ -225,23 +228,27 @@ def test_the_programs_own_arguments_after_the_separator_or_after_the_program():
 
 
 def test_bad_record_and_view_usage_exits_2(project):
-    folder, _ = project
-    result = cli_in(folder, "record", "--lr", "0.05", "main.py")
-    assert result.returncode == 2 and "after --" in result.stderr
-    result = cli_in(folder, "record", "main.py", "--tapes", "3:1")
-    assert result.returncode == 2 and "0 <= A < B" in result.stderr
-    assert cli_in(folder, "view", "run.json", "--port", "soon").returncode == 2
+    folder = project[0]
+    before, backwards, port = finished(
+        cli_started("record", "--lr", "0.05", "main.py", cwd=folder),
+        cli_started("record", "main.py", "--tapes", "3:1", cwd=folder),
+        cli_started("view", "run.json", "--port", "soon", cwd=folder))
+    assert before.returncode == 2 and "after --" in before.stderr
+    assert backwards.returncode == 2 and "0 <= A < B" in backwards.stderr
+    assert port.returncode == 2
 
 
 def test_view_says_clearly_when_a_file_is_not_a_recording(tmp_path):
     (tmp_path / "notes.json").write_text('{"hello": 1}')
     (tmp_path / "broken.json").write_text("{not json")
-    result = cli("view", str(tmp_path / "notes.json"), "--headless")
-    assert result.returncode == 2
-    assert "notes.json is JSON but not a tapeviz recording" in result.stderr
-    result = cli("view", str(tmp_path / "broken.json"), "--headless")
-    assert result.returncode == 2 and "not valid JSON" in result.stderr
-    assert cli("view", str(tmp_path / "missing.json")).returncode == 2
+    notes, broken, missing = finished(
+        cli_started("view", str(tmp_path / "notes.json"), "--headless"),
+        cli_started("view", str(tmp_path / "broken.json"), "--headless"),
+        cli_started("view", str(tmp_path / "missing.json")))
+    assert notes.returncode == 2
+    assert "notes.json is JSON but not a tapeviz recording" in notes.stderr
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr
+    assert missing.returncode == 2
 
 
 GAN = ROOT / "tests" / "programs" / "keras_gan_train_step.py"
@@ -253,20 +260,20 @@ def recorded_both_ways(tmp_path, program, reference_variable, status):
     and with --eager: yields (flags, recording dict, reference path) after checking each
     recording's exit status and output against its plain run's."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
-                           cwd=tmp_path, env=env, timeout=300)
     reference = tmp_path / "reference.npz"
-    eager_plain = subprocess.run([sys.executable, str(program)], capture_output=True,
-                                 text=True, cwd=tmp_path, timeout=300,
-                                 env=dict(env, **{reference_variable: str(reference)}))
+    both_ways = ([], ["--eager"])
+    # the four runs side by side: none reads what another writes
+    plain, eager_plain, *recordings = finished(
+        started([sys.executable, str(program)], cwd=tmp_path, env=env, timeout=300),
+        started([sys.executable, str(program)], cwd=tmp_path, timeout=300,
+                env=dict(env, **{reference_variable: str(reference)})),
+        *(cli_started("record", *flags, str(program), "-o", str(tmp_path / f"run{len(flags)}.json"),
+                      "--timeout", "240", timeout=300, cwd=tmp_path) for flags in both_ways))
     assert plain.returncode == eager_plain.returncode == status, plain.stderr[-2000:]
-    for flags, expected in (([], plain), (["--eager"], eager_plain)):
-        out = tmp_path / f"run{len(flags)}.json"
-        result = cli_in(tmp_path, "record", *flags, str(program), "-o", str(out),
-                        "--timeout", "240")
+    for flags, expected, result in zip(both_ways, (plain, eager_plain), recordings):
         assert result.returncode == status and result.stdout == expected.stdout, \
             result.stderr[-3000:]
-        yield flags, json.loads(out.read_text()), reference
+        yield flags, json.loads((tmp_path / f"run{len(flags)}.json").read_text()), reference
 
 
 def test_fit_with_a_custom_train_step_plainly_and_with_eager(tmp_path):
@@ -348,10 +355,11 @@ def test_an_episode_under_one_tape_draws_legibly_at_1600_by_1000(tmp_path):
     from tapeviz.draw import graph, overview
     from tapeviz.draw.options import View
 
-    plain = subprocess.run([sys.executable, str(ACTOR_CRITIC)], capture_output=True,
-                           text=True, cwd=tmp_path, timeout=300)
     out = tmp_path / "episode.json"
-    result = cli_in(tmp_path, "record", str(ACTOR_CRITIC), "-o", str(out), "--timeout", "240")
+    plain, result = finished(
+        started([sys.executable, str(ACTOR_CRITIC)], cwd=tmp_path, timeout=300),
+        cli_started("record", str(ACTOR_CRITIC), "-o", str(out), "--timeout", "240", timeout=300,
+                    cwd=tmp_path))
     assert result.returncode == plain.returncode == 0 and result.stdout == plain.stdout
     lengths = [int(line.split(": ")[1].split()[0]) for line in plain.stdout.splitlines()]
     assert min(lengths) >= 80, "long episodes: the per-timestep structure repeats"
@@ -389,15 +397,14 @@ LONG_LOOP = textwrap.dedent("""
 
 def test_every_step_of_a_long_loop_leaves_its_summary_past_the_op_bound(tmp_path):
     program = write(tmp_path, "loop.py", LONG_LOOP)
-    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
-                           timeout=300)
-    printed = [np.float32(line.split()[1]) for line in plain.stdout.splitlines()]
+    reference = started([sys.executable, str(program)], timeout=300)   # side by side with the worker
     pool = runner.Runner(runner.Config(warm=0))
     try:
         rec = pool.record(LONG_LOOP, filename=str(program), timeout=600,
                           keep_steps=None)       # as `record` does: every step recorded
     finally:
         pool.close()
+    printed = [np.float32(line.split()[1]) for line in reference().stdout.splitlines()]
     assert rec["error"] is None and rec["dropped"].get("ops"), "the op bound dropped early steps"
     steps = rec["steps"]
     assert len(printed) == len(steps) == 1810 and "steps" not in rec["dropped"]
@@ -411,8 +418,9 @@ def test_view_refuses_a_hostile_recording_through_the_gate(tmp_path):
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "typed.json").write_text(
         '{"schema": "tapeviz.recording/1", "source": "", "ops": [{"id": "zero"}]}')
-    for name, words in (("deep.json", "nested deeper than any recording"),
-                        ("typed.json", "field 'id' is not what the recorder writes")):
-        result = cli("view", str(tmp_path / name), "--headless")
+    cases = (("deep.json", "nested deeper than any recording"),
+             ("typed.json", "field 'id' is not what the recorder writes"))
+    results = finished(*(cli_started("view", str(tmp_path / name), "--headless") for name, _ in cases))
+    for (name, words), result in zip(cases, results):
         assert result.returncode == 2 and words in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
