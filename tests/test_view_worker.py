@@ -11,7 +11,7 @@ from tapeviz.words import values
 from tapeviz.state import callouts, inspector, view
 from tapeviz.recording import Recording
 from tapeviz.server import runner
-from plain_runs import plain, recorded
+from plain_runs import plain_and_recorded
 
 LOOP = textwrap.dedent("""
     import tensorflow as tf
@@ -27,8 +27,8 @@ LOOP = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_loop_past_the_op_bound_opens_on_its_last_step_with_its_ops(tmp_path):
-    printed = [float(x) for x in plain(LOOP, tmp_path)]
-    rec = recorded(LOOP, tmp_path, keep_steps=None, max_ops=200)   # every step recorded
+    printed, rec = plain_and_recorded(LOOP, tmp_path, keep_steps=None, max_ops=200)   # every step recorded
+    printed = [float(x) for x in printed]
     assert rec.error is None and rec.dropped.get("ops"), "the bound dropped the early steps' ops"
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, View(tape=tape, call=call))
@@ -56,8 +56,8 @@ SEED_PERSISTENT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_persistent_tapes_three_calls_open_on_one_picture(tmp_path):
-    none, dw, db = plain(SEED_PERSISTENT, tmp_path)[0].split()
-    rec = recorded(SEED_PERSISTENT, tmp_path)
+    printed, rec = plain_and_recorded(SEED_PERSISTENT, tmp_path)
+    none, dw, db = printed[0].split()
     key = view.default_view(rec)
     assert key.startswith("calls:")
     tape, call = view.parse_view(key)
@@ -73,8 +73,8 @@ def test_a_persistent_tapes_three_calls_open_on_one_picture(tmp_path):
 def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
     from tapeviz import examples
     source = open(examples.__path__[0] + "/nonpersistent_error.py").read()
-    printed = plain(source, tmp_path, fails=True)[0]          # "dz_dx = 108.0", then the error
-    rec = recorded(source, tmp_path)
+    printed, rec = plain_and_recorded(source, tmp_path, fails=True)
+    printed = printed[0]                                         # "dz_dx = 108.0", then the error
     assert rec.error is not None and rec.error.type == "RuntimeError"
     tape, call = view.parse_view(view.default_view(rec))
     chosen = graph.gradient_call(rec, tape, call)
@@ -87,8 +87,8 @@ def test_the_nonpersistent_error_opens_on_the_call_that_worked(tmp_path):
 def test_the_nested_tapes_sentence_carries_plain_tfs_second_derivative(tmp_path):
     from tapeviz import examples
     nested = examples.code("higher_order").replace("tf.Variable(1.0)", "tf.Variable(1.5)")
-    printed = dict(line.split(" = ") for line in plain(nested, tmp_path))
-    rec = recorded(nested, tmp_path)
+    printed, rec = plain_and_recorded(nested, tmp_path)
+    printed = dict(line.split(" = ") for line in printed)
     said = view.sentence(rec, view.default_view(rec))
     expect = f"d²y/dx² = {values.number_text(float(printed['d2y_dx2']))} at x = 1.5"
     assert "y = x·x·x" in said.replace("\\", "") and expect in said.replace("\\", ""), said
@@ -109,8 +109,7 @@ PYTHON_OPS = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_ops_are_named_as_the_python_that_made_them(tmp_path):
-    plain(PYTHON_OPS, tmp_path)
-    rec = recorded(PYTHON_OPS, tmp_path)
+    _, rec = plain_and_recorded(PYTHON_OPS, tmp_path)     # the plain run checked to succeed
     G = graph.build(rec, View(tape=rec.tapes[0].id, call=0))
     said = {(d["line"], d["label"]): d["hover"] for _, d in G.nodes(data=True) if d["kind"] == "op"}
     # each op's label is what its line wrote; TensorFlow's op type is in its hover
@@ -163,8 +162,8 @@ KERAS_LOOP = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_loops_steps_fold_into_one_picture_showing_the_newest(tmp_path):
-    norms = [float(x) for x in plain(KERAS_LOOP, tmp_path)]
-    rec = recorded(KERAS_LOOP, tmp_path)
+    norms, rec = plain_and_recorded(KERAS_LOOP, tmp_path)
+    norms = [float(x) for x in norms]
     assert rec.error is None, rec.error
     G = graph.build(rec, View(group=True))
     (logits,) = [d for _, d in G.nodes(data=True) if d.get("name") == "logits"]
@@ -183,8 +182,9 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
         return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
 
     persistent = examples.code("persistent_tape")
-    printed = dict(line.split(" = ") for line in plain(persistent, tmp_path))
-    said = view.sentence(rec := recorded(persistent, tmp_path), view.default_view(rec)).replace("\\", "")
+    printed, rec = plain_and_recorded(persistent, tmp_path)
+    printed = dict(line.split(" = ") for line in printed)
+    said = view.sentence(rec, view.default_view(rec)).replace("\\", "")
     for name, target in (("dz_dx", "z"), ("dy_dx", "y")):
         value = re.escape(values.number_text(float(printed[name])))
         # the opened call's answer ("the gradient of `y` ... gives `x`: grad 6"), or another
@@ -193,16 +193,16 @@ def test_the_lessons_numbers_on_arrival_are_plain_tfs(tmp_path):
             re.search(rf"`x`: grad {value} \(of `{target}`", said), said
 
     jacobian = examples.code("jacobian")
-    out = "\n".join(plain(jacobian, tmp_path))
+    out, rec = plain_and_recorded(jacobian, tmp_path)
+    out = "\n".join(out)
     matrix = numbers(out.split("dy_dx =")[1].split("dys_dxs")[0])
-    rec = recorded(jacobian, tmp_path)
     said = view.sentence(rec, view.default_view(rec)).replace("\\", "")
     assert "the jacobian of `y` with respect to `x` is" in said, said
     assert numbers(said.split(" is ")[1]) == pytest.approx(matrix)
 
     function = examples.code("tf_function")
-    printed = dict(line.split(" = ") for line in plain(function, tmp_path))
-    rec = recorded(function, tmp_path)
+    printed, rec = plain_and_recorded(function, tmp_path)
+    printed = dict(line.split(" = ") for line in printed)
     tape, call = view.parse_view(view.default_view(rec))
     G = graph.build(rec, View(tape=tape, call=call))
     labels = sorted(d["label"] for _, d in G.nodes(data=True) if d["kind"] == "tensor")
