@@ -109,12 +109,17 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-# The files that take longest, first: with `--dist loadfile` each file runs whole on one
-# process, and a long file handed out last left the other process idle for minutes at the
-# end of the run (measured with --durations: these each took over a minute and a half).
-LONGEST_FIRST = ("test_train_steady_browser.py", "test_invisible.py", "test_cli.py",
-                 "test_hosted.py", "test_layout_browser.py", "test_hosted_server_browser.py",
-                 "test_viewport_browser.py", "test_compare_browser.py", "test_hosted_walls.py")
+# The files that take longest, first, longest to shortest: with `--dist loadfile` each file
+# runs whole on one process, and a long file handed out last left the other process idle for
+# minutes at the end of the run. Every file that took 40 s or more (measured with
+# --durations) is here: unlisted files go in name order, and test_view_worker's minute and a
+# half, last by name, ran alone at the end.
+LONGEST_FIRST = ("test_hosted.py", "test_invisible.py", "test_layout_browser.py", "test_cli.py",
+                 "test_train_steady_browser.py", "test_hosted_server_browser.py",
+                 "test_view_worker.py", "test_compare_browser.py", "test_app.py",
+                 "test_hosted_walls.py", "test_browser.py", "test_train_page.py",
+                 "test_twin_browser.py", "test_viewport_browser.py", "test_compare_runs.py",
+                 "test_train_browser.py", "test_editor_browser.py", "test_keep_policy.py")
 
 
 def pytest_collection_modifyitems(session, config, items):
