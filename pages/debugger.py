@@ -13,7 +13,7 @@ from tapeviz import examples
 from tapeviz.state import callouts, debugger, opened
 from tapeviz.server.jobs import Recorded
 from tapeviz.state.follow import FOLLOW_ENV
-from tapeviz.ui import compare_panel, editor, frame, mode, panels, session
+from tapeviz.ui import compare_panel, editor, frame, mode, panels, session, viewport
 from tapeviz.ui.live_panel import LivePanel
 from tapeviz.words import hints, notes, values
 from tapeviz.words.markdown import literal
@@ -26,6 +26,14 @@ st.html("""<style>
 [data-testid="stAlertContainer"] {padding: .45rem .8rem;}
 [data-testid="stAlertContainer"] p {font-size: .92rem; line-height: 1.35;}
 .st-key-viewport {display: none;}   /* the window's reporter (ui/viewport.py) */
+/* A page's first graph is painted from its first picture (draw/first_paint.py) while the
+   browser loads Plotly's code; Plotly's chart waits over it, unseen, and takes its place
+   once drawn. */
+.st-key-graph_area {position: relative;}
+.st-key-graph_area:has(.tv-first-paint) .st-key-graph:not(:has(.main-svg)) {
+    position: absolute; top: 0; left: 0; right: 0; visibility: hidden;}
+.st-key-graph_area:has(.st-key-graph .main-svg) [data-testid="stElementContainer"]:has(.tv-first-paint) {
+    display: none;}
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     # Streamlit sizes markdown, alerts and captions in its own px: they grow by name, wrapping
@@ -199,6 +207,7 @@ def draw_editor(text: bool = True):
     if state.rec is not rec:    # a script run that a click superseded took the run: draw it
         st.rerun()
     state.finish_drawing(session.link_runs().age)
+    state.painted(viewport.painted_after_opening())
     if state.run_status is not None:
         said, outcome = state.run_status
         icon = ":material/check_circle:" if outcome == "complete" else ":material/error:"

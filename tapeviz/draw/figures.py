@@ -171,13 +171,23 @@ def _lay_out(fig: go.Figure, view: View, title: Optional[str], font: int, ranges
         title=title, showlegend=view.legend, hovermode="closest", dragmode="pan", clickmode="event+select",
         plot_bgcolor="white", paper_bgcolor="white", font=dict(size=font),
         hoverlabel=dict(font_size=max(15, font - 1), align="left"),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=max(13, font - 3))),
+        # Entries of one width: Plotly then wraps them by a rule the first picture
+        # (first_paint.py) repeats without measuring text, columns of the widest name
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=max(13, font - 3)),
+                    entrywidth=legend_entry_px(fig, max(13, font - 3)), entrywidthmode="pixels"),
         margin=dict(l=10, r=10, t=top, b=MARGIN_B), width=width,
         height=height if view.legend else room[1] + top + MARGIN_B,
         xaxis=dict(visible=False, range=ranges[0]),
         yaxis=dict(visible=False, range=ranges[1]),
         meta=dict(label_room=list(room), height=height),
     )
+
+
+def legend_entry_px(fig: go.Figure, size: int) -> int:
+    """The px of the widest name the legend lists, at `size` px (a generous estimate, so no
+    name runs into the next)."""
+    names = [tr.name for tr in fig.data if tr.showlegend is not False and tr.name]
+    return max([round(0.54 * size * len(name)) + 6 for name in names] or [0])
 
 
 def chart_height(pos: dict) -> int:

@@ -79,6 +79,8 @@ class DebuggerState:
         self.rec_dict: Optional[dict] = None    # as recorded, for the ⬇ Recording button
         self.run_id = 0                     # a new one per recording: the drawing memo's key
         self.run_status: Optional[tuple] = None  # (markdown, "complete" or "error")
+        self.arrival: Optional[tuple] = None   # (the page's first run, its shared age), until the browser times it
+        self.arrived = False                # the page's first run has been drawn
         # Said until the next run or file: the page reruns on its own (a widget's report of
         # the window), and a warning cleared once shown was gone before it was read.
         self.url_problem: Optional[str] = None   # markdown
@@ -231,12 +233,26 @@ class DebuggerState:
         job, self.drawing = self.drawing, None
         if job is None:
             return
-        error = self.rec.error if self.rec is not None else None
         age = shared_age(job.source) if job.shared else None
-        said = job.summary(age)
+        if not self.arrived:       # the page's first graph: the browser will say when it was painted
+            self.arrived, self.arrival = True, (job, age)
+        self.run_status = self._status(job, age)
+
+    def painted(self, seconds: Optional[float]) -> None:
+        """The browser's time from opening the page to its first graph painted (ui/viewport.py):
+        the first run's status says that, what the person waited, not the server's share."""
+        if seconds is None or self.arrival is None:
+            return
+        (job, age), self.arrival = self.arrival, None
+        if self.job is None and self.rec is not None and self.rec.source == job.source:
+            self.run_status = self._status(job, age, painted=seconds)
+
+    def _status(self, job: RunJob, age: Optional[float], painted: Optional[float] = None) -> tuple:
+        error = self.rec.error if self.rec is not None else None
+        said = job.summary(age, painted=painted)
         if error is not None:
             said += f"; it stopped with {literal(error.type, 80)}"
-        self.run_status = (said, "error" if error is not None else "complete")
+        return said, "error" if error is not None else "complete"
 
     def address(self, source: str, code_param: Optional[str]) -> Optional[dict]:
         """The query parameters that name what ran, so a reload or a copied URL gives the

@@ -100,21 +100,27 @@ class RunJob:
         what = WAITING_FOR.get(self.phase, self.phase).format(place=self.place or 1)
         return f"{what}… {self.elapsed():.1f} s since Run"
 
-    def summary(self, shared_age: Optional[float] = None) -> str:
+    def summary(self, shared_age: Optional[float] = None, painted: Optional[float] = None) -> str:
         """Run -> drawn, and where the time went: said once the graph is on the page.
-        `shared_age`: how old the shared recording of a link is, when `shared`."""
+        `shared_age`: how old the shared recording of a link is, when `shared`. `painted`:
+        the browser's seconds from opening the page to this run's graph painted, when it is
+        the page's first (ui/viewport.py), said instead of the server's time."""
         self.enter("done")
+        took = (f"Painted {painted:.1f} s after the page opened" if painted is not None
+                else f"Drawn in {self.elapsed():.1f} s")
         if self.cached is not None:
-            return (f"Drawn in {self.elapsed():.1f} s from this example's recording, made earlier "
+            return (f"{took}, from this example's recording made earlier "
                     f"with TensorFlow {self.cached.tensorflow}; Run records your own")
         if self.shared:
             made = ("just now" if shared_age is None or shared_age < 60
                     else f"{shared_age / 60:.0f} min ago")
-            return (f"Drawn in {self.elapsed():.1f} s from this link's recording, made {made} "
+            return (f"{took}, from this link's recording made {made} "
                     "for everyone who opened the link; Run records your own")
         words = {"queued": "waiting in line", "starting": "a worker starting",
                  "running": "the program", "finishing": "packing the recording",
                  "drawing": "drawing"}
         parts = [f"{words[p]} {self.phases[p]:.1f} s" for p in words
                  if self.phases.get(p, 0.0) >= 0.05]
+        if painted is not None:
+            return took + (f" (the run: {', '.join(parts)})" if parts else "")
         return f"Run → drawn in {self.elapsed():.1f} s" + (f" ({', '.join(parts)})" if parts else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..draw import figures, graph, layout
+from ..draw import figures, first_paint, graph, layout
 from ..draw.options import View
 from ..recording import Recording
 from ..state.memo import SharedMemo, graph_bytes
@@ -47,3 +47,13 @@ def figure(G, pos, run_id: int, showing: View, **data):
     fig = figures.op_graph(G, pos, showing, **data)
     st.session_state["_figure"] = ((run_id, showing), fig)
     return fig
+
+
+def first_picture(fig):
+    """first_paint.picture(fig), memoised with the figure it stands for."""
+    cached = st.session_state.get("_first_picture")
+    if cached is not None and cached[0] is fig:
+        return cached[1]
+    picture = first_paint.picture(fig)
+    st.session_state["_first_picture"] = (fig, picture)
+    return picture

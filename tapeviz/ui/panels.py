@@ -180,7 +180,8 @@ def show_graph(state, rec: Recording):
     # A click on the chart, or a callout's button, picks the node the inspector shows.
     picked = state.update_pick(G, chart_points(st.session_state.get("graph")))
 
-    chart_area = st.container()   # the chart goes above its step slider, like a video above its timeline
+    # the chart goes above its step slider, like a video above its timeline
+    chart_area = st.container(key="graph_area")
     order = view.step_nodes(G)
     current, visible = _step_slider(rec, G, key, order)
     # labels are placed for the chart's width and the height the page draws it at
@@ -189,6 +190,8 @@ def show_graph(state, rec: Recording):
         width=viewport.graph_width(viewport.window_width(), bool(st.session_state.get("graph_first")),
                                    showing.large_text))
     fig = drawing.figure(G, pos, state.run_id, showing, flow=flow, visible=visible)
+    if not viewport.plotly_drawn() and (first := drawing.first_picture(fig)) is not None:
+        chart_area.html(first)     # painted at once; Plotly's chart takes its place when drawn
     chart_area.plotly_chart(fig, key="graph", on_select="rerun", selection_mode="points", height=fig.layout.height,
                             config={"scrollZoom": True, "displaylogo": False})
     st.caption(view.legend_text(rec, key) + " " + picture.drawn_words(len(order), G.number_of_nodes() - len(order))

@@ -1,9 +1,10 @@
 """The browser window as the debugger's graph meets it, reported by one hidden component
 mounted below the graph: the window's width, so labels are placed for the chart the person
-sees rather than the narrowest one (place.PLOT_W); and the room from the graph's top to
-the window's bottom, so a taller graph is drawn to end there and the lesson's nodes are on
-screen on arrival at 1280x720 and 1024x768. Both come in one report: a page's first draw
-reruns once for them, not once each. Never imports TensorFlow."""
+sees rather than the narrowest one (place.PLOT_W); the room from the graph's top to the
+window's bottom, so a taller graph is drawn to end there and the lesson's nodes are on
+screen on arrival at 1280x720 and 1024x768; whether Plotly's chart has been drawn (its
+code loaded), and when the page's first graph was painted. All come in one report: a
+page's first draw reruns once for them, not once each. Never imports TensorFlow."""
 from __future__ import annotations
 
 from typing import Optional
@@ -17,17 +18,44 @@ KEY = "viewport"
 _JS = """export default function({ data, setStateValue }) {
     // data: {seen: the last report Python has, page: what is drawn}; a new page re-runs this
     let timer = null;
-    function measure(tries) {
-        const chart = document.querySelector('.st-key-graph');
-        if (!chart) { if (tries > 0) timer = setTimeout(() => measure(tries - 1), 200); return; }
+    const seen = data.seen || {};
+    function report(chart, extra) {
         const width = Math.round(document.documentElement.clientWidth);
         const top = chart.getBoundingClientRect().top + window.scrollY;
         const room = Math.round((window.innerHeight - top) / 10) * 10;
-        const seen = data.seen || {};
-        if (room !== seen.room || !(Math.abs(width - seen.width) < 40)) setStateValue('window', {width, room});
+        const plotly = !!chart.querySelector('.main-svg');
+        if (room !== seen.room || !(Math.abs(width - seen.width) < 40) || plotly !== !!seen.plotly)
+            setStateValue('window', {width, room, plotly, painted: seen.painted, ...extra});
     }
-    measure(25);
-    const again = () => { clearTimeout(timer); timer = setTimeout(() => measure(0), 400); };
+    // The page's first report waits for Plotly's chart (its code loads for seconds on a
+    // first visit, the first picture standing in): one rerun then places the labels for
+    // the window and drops the first picture. It carries when the graph was first painted,
+    // in ms since the page opened, so the status can say what the person waited.
+    // The browser's own paint time of the first picture (Largest Contentful Paint names the
+    // element): a poll runs late while the main thread evaluates Plotly's code.
+    let picturePaint;
+    try {
+        new PerformanceObserver(list => list.getEntries().forEach(e => {
+            if (picturePaint === undefined && e.element && e.element.closest('.tv-first-paint'))
+                picturePaint = Math.round(e.renderTime || e.startTime);
+        })).observe({type: 'largest-contentful-paint', buffered: true});
+    } catch (e) { /* a browser without it: the poll's time */ }
+    function first(tries, painted) {
+        const chart = document.querySelector('.st-key-graph_area');
+        const picture = chart && chart.querySelector('.tv-first-paint img');
+        if (chart && painted === undefined && ((picture && picture.complete) || chart.querySelector('.main-svg')))
+            painted = Math.round(performance.now());
+        if (chart && chart.querySelector('.main-svg')) return report(chart, {painted: picturePaint || painted});
+        if (tries <= 0) return chart && report(chart, {painted: picturePaint || painted});
+        timer = setTimeout(() => first(tries - 1, painted), 50);
+    }
+    function measure() {
+        const chart = document.querySelector('.st-key-graph_area');
+        if (chart) report(chart, {});
+    }
+    if (seen.width === undefined) requestAnimationFrame(() => first(600, undefined));
+    else timer = setTimeout(measure, 200);
+    const again = () => { clearTimeout(timer); timer = setTimeout(measure, 400); };
     window.addEventListener('resize', again);
     return () => { clearTimeout(timer); window.removeEventListener('resize', again); };
 }"""
@@ -46,6 +74,19 @@ def _reported() -> dict:
     """The browser's last report ({} before the first)."""
     reported = (st.session_state.get(KEY) or {}).get("window")
     return reported if isinstance(reported, dict) else {}
+
+
+def plotly_drawn() -> bool:
+    """Whether the browser has drawn a Plotly chart on this page yet (its code loaded):
+    until then the graph goes out with its first picture (draw/first_paint.py)."""
+    return bool(_reported().get("plotly"))
+
+
+def painted_after_opening() -> Optional[float]:
+    """Seconds from opening the page to its first graph painted, as the browser timed it
+    (None before its first report)."""
+    painted = _reported().get("painted")
+    return painted / 1000 if isinstance(painted, (int, float)) and painted > 0 else None
 
 
 def window_width() -> Optional[int]:
