@@ -122,19 +122,35 @@ def server_pid(url: str):
 
 
 @contextlib.contextmanager
-def browser_page():
+def chromium():
+    """Chromium under Playwright, for a module's tests to share through a module-scoped
+    fixture (its launch costs a second each time): each browser_page(browser) in it is still
+    a context of its own, with no cookies, storage or cache of another page's."""
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport=VIEWPORT)
-        OPEN_PAGES.append(page)
         try:
-            yield page
-        except BaseException:
-            FAILED.append(("page when the test failed", "\n".join(page_state(page))))
-            raise
+            yield browser
         finally:
-            OPEN_PAGES.remove(page)
             browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(browser=None):
+    """A page in a fresh context of `browser`, or of a Chromium launched for it alone."""
+    if browser is None:
+        with chromium() as browser, browser_page(browser) as page:
+            yield page
+        return
+    page = browser.new_page(viewport=VIEWPORT)
+    OPEN_PAGES.append(page)
+    try:
+        yield page
+    except BaseException:
+        FAILED.append(("page when the test failed", "\n".join(page_state(page))))
+        raise
+    finally:
+        OPEN_PAGES.remove(page)
+        page.context.close()
 
 
 def assert_no_exception(page):

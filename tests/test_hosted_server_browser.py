@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from browser_util import assert_no_exception, browser_page, screenshot_path, server_pid, settle, streamlit_server
+from browser_util import (assert_no_exception, browser_page, chromium, screenshot_path, server_pid, settle,
+                          streamlit_server)
 from tapeviz.state import share
 from tapeviz.server import sandbox
 from npz_bombs import zipped_zeros_npz
@@ -61,6 +62,13 @@ def server():
         yield url, server_pid(url)
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the module: each test's page is a fresh context of it."""
+    with chromium() as browser:
+        yield browser
+
+
 def peak_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -76,12 +84,12 @@ def within(pid: int, before: float, what: str):
 
 
 @pytest.mark.parametrize("name", list(UPLOADS))
-def test_a_hostile_recording_upload_is_a_plain_message(server, name, tmp_path):
+def test_a_hostile_recording_upload_is_a_plain_message(server, browser, name, tmp_path):
     url, pid = server
     make, words = UPLOADS[name]
     path = tmp_path / name
     path.write_bytes(make())
-    with browser_page() as page:
+    with browser_page(browser) as page:
         page.goto(url)
         settle(page, WAIT_MS)      # an upload during the page's own first rerun can be lost
         page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
@@ -94,9 +102,9 @@ def test_a_hostile_recording_upload_is_a_plain_message(server, name, tmp_path):
         within(pid, before, f"upload {name} ({path.stat().st_size / 2**20:.1f} MiB)")
 
 
-def test_a_forged_million_input_recording_from_a_worker_is_a_plain_message(server):
+def test_a_forged_million_input_recording_from_a_worker_is_a_plain_message(server, browser):
     url, pid = server
-    with browser_page() as page:
+    with browser_page(browser) as page:
         page.goto(url)
         settle(page, WAIT_MS)      # an upload during the page's own first rerun can be lost
         page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
@@ -108,11 +116,11 @@ def test_a_forged_million_input_recording_from_a_worker_is_a_plain_message(serve
         within(pid, before, "a forged million-input recording from a worker")
 
 
-def test_a_400_mb_of_zeros_npz_is_refused_on_the_training_page(server, tmp_path):
+def test_a_400_mb_of_zeros_npz_is_refused_on_the_training_page(server, browser, tmp_path):
     url, pid = server
     path = tmp_path / "mnist.npz"
     path.write_bytes(zipped_zeros_npz(400 * 2**20))
-    with browser_page() as page:
+    with browser_page(browser) as page:
         page.goto(url)
         page.get_by_role("link", name="Train MNIST").click()
         page.get_by_text("Where the digits come from").wait_for(timeout=WAIT_MS)
@@ -136,23 +144,23 @@ def inotify_watches(pid: int) -> int:
     return count
 
 
-def test_hosted_mode_turns_the_file_watcher_off_for_new_sessions():
+def test_hosted_mode_turns_the_file_watcher_off_for_new_sessions(browser):
     """Started without the Dockerfile's --server.fileWatcherType=none: the sessions after
     the first watch no files. The reference: the same server in local mode watches files."""
     counts = {}
     for mode in ("local", "hosted"):
-        with streamlit_server(dict(ENV, TAPEVIZ_MODE=mode, TAPEVIZ_WARM="0")) as url, \
-                browser_page() as page:
+        with streamlit_server(dict(ENV, TAPEVIZ_MODE=mode, TAPEVIZ_WARM="0")) as url:
             pid = server_pid(url)
-            page.goto(url)
-            page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
-            first = inotify_watches(pid)
-            page.close()                      # the first session ends, and its watches
-            second = page.context.browser.new_page()
-            second.goto(url)
-            second.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
-            second.wait_for_timeout(2000)
-            counts[mode] = (first, inotify_watches(pid))
+            with browser_page(browser) as page:
+                page.goto(url)
+                page.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
+                first = inotify_watches(pid)
+            # the first session ended with its page, and its watches
+            with browser_page(browser) as second:
+                second.goto(url)
+                second.get_by_text("Open a recording").wait_for(timeout=WAIT_MS)
+                second.wait_for_timeout(2000)
+                counts[mode] = (first, inotify_watches(pid))
     print("inotify watches (first session, a later one):", counts)
     assert counts["local"][1] > 0
     assert counts["hosted"][1] == 0

@@ -3,7 +3,7 @@ opens with its lesson node's label (drawn by plotly), a callout and the first li
 code inside the window, with no clicks and no scrolling."""
 import pytest
 
-from browser_util import WAIT_MS, assert_no_exception, browser_page, screenshot_path, streamlit_server
+from browser_util import WAIT_MS, assert_no_exception, browser_page, chromium, screenshot_path, streamlit_server
 
 pytestmark = pytest.mark.slow
 
@@ -33,10 +33,17 @@ def server():
         yield url
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the module: each test's page is a fresh context of it."""
+    with chromium() as browser:
+        yield browser
+
+
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
-def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, width, height):
+def test_the_lesson_node_and_the_code_are_on_screen_on_arrival(server, browser, width, height):
     from tapeviz.state import share
-    with browser_page() as page:
+    with browser_page(browser) as page:
         arrive(page, f"{server}/?code={share.encode(UNWATCHED)}", width, height)
         assert page.evaluate("window.scrollY") == 0
         # the lesson node: x, whose gradient is None because the tape never watched it
@@ -65,12 +72,12 @@ def graph_text_in_view(page, text: str) -> bool:
 
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
-def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, width, height):
+def test_the_lessons_number_is_on_screen_for_each_lesson_that_needs_one(server, browser, width, height):
     # The non-persistent tape's second call fails: the callout says so and the call that
     # worked is drawn with its number (dz/dx = 108) on arrival; its error box and quoted line,
     # which the callout repeats, no longer push the graph below the fold. The persistent tape
     # is asked for dz/dx and dy/dx: both numbers are said as the page opens.
-    with browser_page() as page:
+    with browser_page(browser) as page:
         arrive(page, f"{server}/?example=nonpersistent_error", width, height)
         assert page.evaluate("window.scrollY") == 0
         callout = page.locator("[data-testid='stAlert']", has_text="freed its recording").first
@@ -96,10 +103,10 @@ LINES = """el => { const p = el.querySelector('p'); const r = p.getBoundingClien
 
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
-def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, width, height):
+def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, browser, width, height):
     # Three ways to get a None: each callout says its reason and fix in two lines at most,
     # so the integer `k`, its "grad None" label and its note are on screen on arrival.
-    with browser_page() as page:
+    with browser_page(browser) as page:
         arrive(page, f"{server}/?example=none_gradients", width, height)
         shown = page.locator("[data-testid='stAlert']", has_text="is None")
         page.screenshot(path=screenshot_path(f"debugger_none_gradients_{width}x{height}.png"))
@@ -118,12 +125,12 @@ def test_three_nones_leave_the_graph_and_its_none_note_on_screen(server, width, 
 
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
-def test_a_tall_graph_is_drawn_to_fit_the_window(server, width, height):
+def test_a_tall_graph_is_drawn_to_fit_the_window(server, browser, width, height):
     # Nested tapes draw five rows (the inner tape's `y = 1` at the bottom) and FizzBuzz's
     # folds another five: taller than the room left below the sentence, they were cut at
     # the window's bottom. The chart now ends there, so every node is on screen.
     for example in ("higher_order", "fizzbuzz"):
-        with browser_page() as page:
+        with browser_page(browser) as page:
             arrive(page, f"{server}/?example={example}", width, height)
             page.wait_for_timeout(1500)       # the page measures the window's room, then redraws
             assert page.evaluate("window.scrollY") == 0
@@ -147,10 +154,10 @@ INK = """() => { const plot = document.querySelector('.st-key-graph .js-plotly-p
 
 
 @pytest.mark.parametrize("width,height", [(1600, 1000), (1280, 720), (1024, 768)])
-def test_the_steps_loss_reads_and_the_graph_starts_at_the_chart_top(server, width, height):
+def test_the_steps_loss_reads_and_the_graph_starts_at_the_chart_top(server, browser, width, height):
     # mnist_step: the loss, the last node, sat 40 px after its layer box with no room above
     # or beside it, and went unlabelled; ~50 px of white sat above every graph.
-    with browser_page() as page:
+    with browser_page(browser) as page:
         arrive(page, f"{server}/?example=mnist_step", width, height)
         page.screenshot(path=screenshot_path(f"debugger_mnist_step_{width}x{height}.png"))
         assert graph_text_in_view(page, "loss = ")
