@@ -1,7 +1,9 @@
-"""A lesson link as a class meets it: from opening `?example=NAME` in a fresh browser to the
-lesson readable: its graph painted with its labels, the editor showing the program, and no
-run in progress. Measured in Debian's chromium, each open in a browser of its own (so the
-app's frontend code is fetched again, as on a student's first visit).
+"""A lesson link as a class meets it: from opening `?example=NAME` in a fresh browser to
+- painted: the lesson's graph on screen, with its labels (the first picture, or Plotly's chart);
+- interactive: Plotly's chart drawn (hover, click, zoom);
+- readable: the graph painted, the editor showing the program, and no run in progress.
+Measured in Debian's chromium, each open in a browser of its own (so the app's frontend code
+is fetched again, as on a student's first visit).
 
     python bench/arrival.py [--example higher_order] [--warm 5] [--fresh 3] [--load 0]
         [--size 1280x720]
@@ -9,7 +11,7 @@ app's frontend code is fetched again, as on a student's first visit).
         warm: one server, already past its first page, opened --warm times.
         --load N runs N busy loops beside it (a machine with other work).
 Prints each time, the median [min-max] of each kind, and what the page's own status line
-said ("Run → drawn in ..."), which is timed on the server.
+said ("Painted in ... s after the page opened", timed by the browser).
 """
 import argparse
 import contextlib
@@ -26,30 +28,40 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import browser_util  # noqa: E402  (the browser tests' server and chromium)
 
-# Readable: the graph's labels drawn, the editor's text in its frame, no run in progress
-READABLE = """() => {
-  const labels = document.querySelectorAll('.st-key-graph .js-plotly-plot .textpoint text');
-  if (labels.length === 0) return false;
-  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+# Each moment as the page reaches it (ms since it opened), polled every animation frame
+MOMENTS = """() => {
+  const seen = window.__arrival || (window.__arrival = {});
+  const now = Math.round(performance.now());
+  const picture = document.querySelector('.st-key-graph_area .tv-first-paint img');
+  const labels = document.querySelectorAll('.st-key-graph .js-plotly-plot .textpoint text').length > 0;
+  if (seen.painted === undefined && (labels || (picture && picture.complete && picture.naturalWidth > 0)))
+    seen.painted = now;
+  if (seen.interactive === undefined && labels) seen.interactive = now;
   const frame = document.querySelector("iframe[title*='code_editor']");
   const doc = frame && frame.contentDocument;
   const code = doc && doc.querySelector('.ace_content');
-  return !!(code && code.innerText.trim().length > 0);
+  if (seen.editor === undefined && code && code.innerText.trim().length > 0) seen.editor = now;
+  const idle = !document.querySelector('[data-testid="stStatusWidget"]');
+  if (seen.readable === undefined && seen.painted !== undefined && seen.editor !== undefined && idle)
+    seen.readable = now;
+  return seen.readable !== undefined && seen.interactive !== undefined ? seen : false;
 }"""
-STATUS = re.compile(r"(?:Run → d|D)rawn in [^\n]*")
+STATUS = re.compile(r"(?:Run → d|D)rawn in [^\n]*|Painted [^\n]*")
+KINDS = ("painted", "interactive", "readable")
 
 
 def open_link(chromium, url: str, example: str, size: tuple) -> tuple:
-    """(seconds from opening the link to the lesson readable, the page's status line)."""
+    """({kind: seconds from opening the link}, the page's status line)."""
     context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
     try:
-        t0 = time.perf_counter()
         page.goto(f"{url}/?example={example}")
-        page.wait_for_function(READABLE, timeout=300_000, polling="raf")
-        seconds = time.perf_counter() - t0
+        moments = page.wait_for_function(MOMENTS, timeout=300_000, polling="raf").json_value()
+        with contextlib.suppress(Exception):      # the browser's report reruns the page once
+            page.wait_for_function("() => /Painted/.test(document.body.innerText)", timeout=30_000)
         found = STATUS.search(page.inner_text("body"))
-        return seconds, found.group(0) if found else "(no status line)"
+        return ({kind: moments[kind] / 1000 for kind in KINDS},
+                found.group(0) if found else "(no status line)")
     finally:
         context.close()
 
@@ -73,6 +85,10 @@ def load(n: int):
             p.join(5)
 
 
+def said(moments: dict) -> str:
+    return ", ".join(f"{kind} {moments[kind]:.1f} s" for kind in KINDS)
+
+
 def summary(times: list) -> str:
     return f"{statistics.median(times):.1f} s [{min(times):.1f}-{max(times):.1f}]"
 
@@ -94,22 +110,21 @@ def main() -> None:
             for i in range(args.fresh):
                 with browser_util.streamlit_server(env={"TF_CPP_MIN_LOG_LEVEL": "3"}) as url:
                     fresh.append(open_link(chromium, url, args.example, size))
-                    print(f"fresh server {i + 1}: {fresh[-1][0]:.1f} s; the page said "
+                    print(f"fresh server {i + 1}: {said(fresh[-1][0])}; the page said "
                           f"{fresh[-1][1]!r}", flush=True)
             with browser_util.streamlit_server(env={"TF_CPP_MIN_LOG_LEVEL": "3"}) as url:
                 open_link(chromium, url, args.example, size)          # its first page
                 for i in range(args.warm):
                     warm.append(open_link(chromium, url, args.example, size))
-                    print(f"warm server, open {i + 1}: {warm[-1][0]:.1f} s; the page said "
+                    print(f"warm server, open {i + 1}: {said(warm[-1][0])}; the page said "
                           f"{warm[-1][1]!r}", flush=True)
         finally:
             chromium.close()
     print(f"?example={args.example} at {args.size}, {args.load} busy loops beside it: "
-          f"open -> readable")
-    if fresh:
-        print(f"  fresh server: {summary([t for t, _ in fresh])}")
-    if warm:
-        print(f"  warm server:  {summary([t for t, _ in warm])}")
+          f"from opening the link, median [min-max]")
+    for name, runs in (("fresh server", fresh), ("warm server", warm)):
+        if runs:
+            print(f"  {name}: " + ", ".join(f"{kind} {summary([m[kind] for m, _ in runs])}" for kind in KINDS))
 
 
 if __name__ == "__main__":

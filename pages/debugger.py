@@ -251,7 +251,10 @@ with right:
         panels.show_inspector(state, rec, *drawn[:2])
     elif not rec.ops:
         st.info(hints.no_graph_note(rec.error.type if rec.error else None, len(rec.tensors)))
-    panels.show_run(state, rec)
+    # On a first visit the run's charts (Vega's code, a second Plotly chart) wait until
+    # Plotly has drawn the graph: they would compete with it for the browser's one thread
+    if drawn is None or viewport.plotly_drawn():
+        panels.show_run(state, rec)
     panels.show_printed(rec)
     if state.scroll:
         state.scroll = False
