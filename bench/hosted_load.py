@@ -116,7 +116,7 @@ print("student {i}", float(loss), float(tape.gradient(loss, w)))
 PLOT = ".js-plotly-plot .scatterlayer, .js-plotly-plot canvas"
 # Over: the page's own timing line is in the DOM and the script run is over; drawn if the
 # graph is there too (a failed run has the line and no graph).
-OVER = """() => /Run → drawn in/.test(document.body.innerText)
+OVER = """() => /Run → (?:drawn|painted) in|Painted [0-9.]+ s after/.test(document.body.innerText)
     && !document.querySelector('[data-testid="stStatusWidget"]')"""
 # When each page first showed the app, its run's "Run → drawn in" line, and the graph
 # (performance.now(), ms from navigation): where a browser's wait goes. textContent, not
@@ -126,11 +126,13 @@ new MutationObserver(() => {
   const t = performance.now(), m = window.__marks;
   const text = document.body ? document.body.textContent : '';
   if (!m.app && text.includes('Tape debugger')) m.app = t;
-  if (!m.line && text.includes('Run → drawn in')) m.line = t;
+  if (!m.line && /Run → (?:drawn|painted) in|Painted [0-9.]+ s after/.test(text)) m.line = t;
   if (!m.graph && document.querySelector(PLOT)) m.graph = t;
 }).observe(document, {subtree: true, childList: true, characterData: true});
 """.replace("PLOT", repr(PLOT))
-PAGE_FIGURE = re.compile(r"Run → drawn in ([0-9.]+) s[^\n]*")
+# The page's own figure: the server's Run -> drawn, or the browser's paint time once it
+# reported it (from the page's opening, on a page's first run)
+PAGE_FIGURE = re.compile(r"(?:Run → (?:drawn|painted) in|Painted) ([0-9.]+) s[^\n]*")
 
 
 async def _open_all(url: str, n: int, share) -> list:

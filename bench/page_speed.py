@@ -37,7 +37,7 @@ import browser_util  # noqa: E402  (the browser tests' server and chromium)
 # take it down while its status shows, so a rerun in between never counts as the end).
 WATCH = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
-  const drawnLine = () => (document.body.innerText.match(/Run → drawn in[^\\n]*/) || [''])[0];
+  const drawnLine = () => (document.body.innerText.match(/Run → (?:drawn|painted) in[^\\n]*/) || [''])[0];
   const state = () => app.getAttribute('data-test-script-state');
   window.__t = {click: performance.now(), before: drawnLine()};
   const seen = () => {

@@ -196,8 +196,27 @@ def draw_editor_text():
                     editor.markers(err.line if err else None, pick, err.message if err else ""))
 
 
-def draw_editor(text: bool = True):
-    """The editor last: the picked node's line is known once the inspector ran."""
+@st.fragment
+def status_line(page):
+    """The run's status under the editor, and the browser's reporter (ui/viewport.py): a
+    report reruns only this, and the whole page only when the graph must be drawn again
+    for it (the window's width or room, Plotly's code loaded). So the browser's paint time
+    of a Run's graph costs no second drawing of the page."""
+    if page is not None:
+        viewport.measure(page, time_paint=state.times(page))
+        if viewport.redraw_needed():
+            st.rerun()
+        state.painted(viewport.painted_after_opening())
+        state.browser_drew(page, viewport.drawn_ms(page))
+    if state.run_status is not None:
+        said, outcome = state.run_status
+        icon = ":material/check_circle:" if outcome == "complete" else ":material/error:"
+        st.caption(f"{icon} {said}")
+
+
+def draw_editor(text: bool = True, page=None):
+    """The editor last: the picked node's line is known once the inspector ran. `page`:
+    the graph's name for what is drawn, when one is."""
     if text:
         draw_editor_text()
     if state.job is not None:
@@ -206,12 +225,9 @@ def draw_editor(text: bool = True):
         follow_live(state.follow, follow_slot)
     if state.rec is not rec:    # a script run that a click superseded took the run: draw it
         st.rerun()
-    state.finish_drawing(session.link_runs().age)
-    state.painted(viewport.painted_after_opening())
-    if state.run_status is not None:
-        said, outcome = state.run_status
-        icon = ":material/check_circle:" if outcome == "complete" else ":material/error:"
-        status_area.caption(f"{icon} {said}")
+    state.finish_drawing(session.link_runs().age, page)
+    with status_area.container():
+        status_line(page)
 
 
 if rec is None and state.follow is None:
@@ -264,4 +280,4 @@ with left:
     panels.share_and_export(st.session_state.get("example"), rec, state.rec_dict,
                             drawn[2] if drawn is not None else None)
 
-draw_editor(text=not early_editor)
+draw_editor(text=not early_editor, page=drawn[3] if drawn is not None else None)

@@ -273,3 +273,27 @@ def test_a_script_run_stopped_while_taking_the_run_leaves_it_for_the_next():
         pass
     assert state.rec is None and state.job is job     # nothing taken, nothing lost
     assert state.take(job) and state.rec is not None and state.job is None
+
+
+def test_the_browsers_paint_times_replace_the_servers_in_the_status():
+    state, runner = ran_once()
+    state.finish_drawing(lambda source: None, "1 call:1:0")     # the page's first graph
+    assert state.run_status[0].startswith("Run → drawn in")
+    state.browser_drew("1 call:1:0", 250)        # a first graph is timed from the page's opening
+    assert state.run_status[0].startswith("Run → drawn in")
+    state.painted(2.34)
+    assert state.run_status[0].startswith("Painted 2.3 s after the page opened"), state.run_status
+    state.painted(9.0)                           # said once
+    assert "2.3 s" in state.run_status[0]
+    # a Run's graph: the server's time to the drawn page and the browser's to its paint
+    state.edited("a = 2\n", submitted=True)
+    state.start_run(runner.run_for, runner.cancel)
+    state.settle(5)
+    state.finish_drawing(lambda source: None, "2 call:1:0")
+    server = float(state.run_status[0].split("drawn in ")[1].split(" s")[0])
+    state.browser_drew("1 call:1:0", 5_000)      # another graph's report: not this run's
+    assert state.run_status[0].startswith("Run → drawn in")
+    state.browser_drew("2 call:1:0", 400)
+    said = state.run_status[0]
+    assert said.startswith("Run → painted in"), said
+    assert float(said.split("painted in ")[1].split(" s")[0]) >= server + 0.4 - 0.05

@@ -81,6 +81,7 @@ PICTURE_ON_SCREEN = """() => {
 
 
 def test_a_lesson_link_is_painted_before_plotlys_code_arrives_then_plotly_takes_its_place():
+    """...and a Run's status then says Run -> painted, as the browser timed the paint."""
     held = []
     with streamlit_server() as url, browser_page() as page:
         page.set_viewport_size({"width": 1280, "height": 720})
@@ -104,4 +105,13 @@ def test_a_lesson_link_is_painted_before_plotlys_code_arrives_then_plotly_takes_
         labels = page.locator(".st-key-graph .textpoint text").evaluate_all("ts => ts.map(t => t.textContent)")
         assert any(label.startswith("dy_dx = 3.0") for label in labels), labels
         assert page.locator(".st-key-graph .js-plotly-plot").is_visible()
+        frame = page.frame_locator("iframe[title*='code_editor']")
+        frame.locator("#REACT_ACE_EDITOR .ace_content").click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type("\nprint('again')", delay=20)
+        page.keyboard.press("Control+Enter")
+        said = page.get_by_text(re.compile(r"Run → painted in \d+\.\d s"))
+        said.wait_for(timeout=WAIT_MS)
+        assert "the program" in said.inner_text(), said.inner_text()     # where the time went
+        assert not page.locator(".tv-first-paint").count()     # Plotly's code is loaded now
         assert_no_exception(page)

@@ -209,7 +209,7 @@ def _note(note, to: _Axes) -> str:
     size = (note.font.size if note.font else None) or 14
     colour = (note.font.color if note.font else None) or "#222"
     text = _plain(note.text)
-    wide, high = 0.56 * size * len(text) + 8, size * 1.4 + 4
+    wide, high = 0.46 * size * len(text) + 8, size * 1.4 + 4
     edge = ay - high / 2 if ay > 0 else ay + high / 2       # the box's side that faces the node
     head = 9 if ay > 0 else -9
     return (f'<svg x="{x}" y="{y}" overflow="visible">'

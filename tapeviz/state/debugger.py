@@ -80,6 +80,7 @@ class DebuggerState:
         self.run_id = 0                     # a new one per recording: the drawing memo's key
         self.run_status: Optional[tuple] = None  # (markdown, "complete" or "error")
         self.arrival: Optional[tuple] = None   # (the page's first run, its shared age), until the browser times it
+        self.timing: Optional[tuple] = None    # (page, run, shared age, s to drawn) until the browser says painted
         self.arrived = False                # the page's first run has been drawn
         # Said until the next run or file: the page reruns on its own (a widget's report of
         # the window), and a warning cleared once shown was gone before it was read.
@@ -227,8 +228,9 @@ class DebuggerState:
             self.run_status = (f"Cancelled after {job.elapsed():.1f} s: the worker was stopped.",
                                "error")
 
-    def finish_drawing(self, shared_age: Callable[[str], Optional[float]]) -> None:
-        """Once the taken run's graph is drawn: say how long Run -> drawn took, and where.
+    def finish_drawing(self, shared_age: Callable[[str], Optional[float]], page: Optional[str] = None) -> None:
+        """Once the taken run's graph is drawn: say how long Run -> drawn took, and where,
+        until the browser says when it painted `page` (ui/viewport.py's name for what is drawn).
         `shared_age(source)`: how old a link's shared recording is."""
         job, self.drawing = self.drawing, None
         if job is None:
@@ -236,7 +238,22 @@ class DebuggerState:
         age = shared_age(job.source) if job.shared else None
         if not self.arrived:       # the page's first graph: the browser will say when it was painted
             self.arrived, self.arrival = True, (job, age)
+        elif page is not None:
+            self.timing = (page, job, age, job.elapsed())
         self.run_status = self._status(job, age)
+
+    def times(self, page: Optional[str]) -> bool:
+        """Whether the status waits for the browser to say when it painted `page`."""
+        return self.timing is not None and self.timing[0] == page
+
+    def browser_drew(self, page: Optional[str], ms: Optional[int]) -> None:
+        """The browser painted `page` `ms` after its data arrived: a Run's status then says
+        Run -> painted, the server's time to the drawn page and the browser's to the paint."""
+        if ms is None or self.timing is None or self.timing[0] != page:
+            return
+        (_, job, age, drawn), self.timing = self.timing, None
+        if self.job is None:
+            self.run_status = self._status(job, age, run_to_paint=drawn + ms / 1000)
 
     def painted(self, seconds: Optional[float]) -> None:
         """The browser's time from opening the page to its first graph painted (ui/viewport.py):
@@ -247,9 +264,10 @@ class DebuggerState:
         if self.job is None and self.rec is not None and self.rec.source == job.source:
             self.run_status = self._status(job, age, painted=seconds)
 
-    def _status(self, job: RunJob, age: Optional[float], painted: Optional[float] = None) -> tuple:
+    def _status(self, job: RunJob, age: Optional[float], painted: Optional[float] = None,
+                run_to_paint: Optional[float] = None) -> tuple:
         error = self.rec.error if self.rec is not None else None
-        said = job.summary(age, painted=painted)
+        said = job.summary(age, painted=painted, run_to_paint=run_to_paint)
         if error is not None:
             said += f"; it stopped with {literal(error.type, 80)}"
         return said, "error" if error is not None else "complete"

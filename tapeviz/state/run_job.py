@@ -100,14 +100,20 @@ class RunJob:
         what = WAITING_FOR.get(self.phase, self.phase).format(place=self.place or 1)
         return f"{what}… {self.elapsed():.1f} s since Run"
 
-    def summary(self, shared_age: Optional[float] = None, painted: Optional[float] = None) -> str:
+    def summary(self, shared_age: Optional[float] = None, painted: Optional[float] = None,
+                run_to_paint: Optional[float] = None) -> str:
         """Run -> drawn, and where the time went: said once the graph is on the page.
-        `shared_age`: how old the shared recording of a link is, when `shared`. `painted`:
-        the browser's seconds from opening the page to this run's graph painted, when it is
-        the page's first (ui/viewport.py), said instead of the server's time."""
+        `shared_age`: how old the shared recording of a link is, when `shared`. The
+        browser's time, when it has reported it (ui/viewport.py), is said instead of the
+        server's: `painted`, seconds from opening the page to this run's graph painted (the
+        page's first run); `run_to_paint`, seconds from Run to the graph painted."""
         self.enter("done")
-        took = (f"Painted {painted:.1f} s after the page opened" if painted is not None
-                else f"Drawn in {self.elapsed():.1f} s")
+        if painted is not None:
+            took = f"Painted {painted:.1f} s after the page opened"
+        elif run_to_paint is not None:
+            took = f"Run → painted in {run_to_paint:.1f} s"
+        else:
+            took = f"Drawn in {self.elapsed():.1f} s"
         if self.cached is not None:
             return (f"{took}, from this example's recording made earlier "
                     f"with TensorFlow {self.cached.tensorflow}; Run records your own")
@@ -123,4 +129,6 @@ class RunJob:
                  if self.phases.get(p, 0.0) >= 0.05]
         if painted is not None:
             return took + (f" (the run: {', '.join(parts)})" if parts else "")
-        return f"Run → drawn in {self.elapsed():.1f} s" + (f" ({', '.join(parts)})" if parts else "")
+        if run_to_paint is None:
+            took = f"Run → drawn in {self.elapsed():.1f} s"
+        return took + (f" ({', '.join(parts)})" if parts else "")

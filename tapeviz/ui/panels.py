@@ -167,7 +167,7 @@ def _step_slider(rec: Recording, G, key: str, order: list) -> tuple:
 
 def show_graph(state, rec: Recording):
     """The view picker, display switches, the op graph and its step slider; returns
-    (G, flow, figure), or None when the view cannot be drawn. Its labels are placed for the
+    (G, flow, figure, the page's name for what is drawn), or None when the view cannot be drawn. Its labels are placed for the
     chart's width and height in the browser's window, once reported (ui/viewport.py)."""
     key, showing = _view_switches(state, rec)
     try:
@@ -197,7 +197,7 @@ def show_graph(state, rec: Recording):
     st.caption(view.legend_text(rec, key) + " " + picture.drawn_words(len(order), G.number_of_nodes() - len(order))
                + ". Hover for details; click a node to inspect it; scroll to zoom, drag to pan, "
                "double-click to fit.")
-    viewport.measure(f"{state.run_id} {key}")
+    viewport.note_drawn()
     if call_index is None and tape is not None:
         st.caption(tapes.tape_summary(rec, tape))
     if call_index is not None:
@@ -205,7 +205,7 @@ def show_graph(state, rec: Recording):
         for note in (chosen.error, chosen.warning, chosen.note):
             if note:
                 st.info(literal(note, 2_000))
-    return G, flow, fig
+    return G, flow, fig, f"{state.run_id} {key}"
 
 
 def show_inspector(state, rec: Recording, G, flow) -> None:

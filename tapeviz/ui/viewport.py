@@ -24,8 +24,9 @@ _JS = """export default function({ data, setStateValue }) {
         const top = chart.getBoundingClientRect().top + window.scrollY;
         const room = Math.round((window.innerHeight - top) / 10) * 10;
         const plotly = !!chart.querySelector('.main-svg');
-        if (room !== seen.room || !(Math.abs(width - seen.width) < 40) || plotly !== !!seen.plotly)
-            setStateValue('window', {width, room, plotly, painted: seen.painted, ...extra});
+        const redraw = room !== seen.room || !(Math.abs(width - seen.width) < 40) || plotly !== !!seen.plotly;
+        if (redraw || extra.drawn)
+            setStateValue('window', {width, room, plotly, painted: seen.painted, drawn: seen.drawn, ...extra});
     }
     // The page's first report waits for Plotly's chart (its code loads for seconds on a
     // first visit, the first picture standing in): one rerun then places the labels for
@@ -45,15 +46,29 @@ _JS = """export default function({ data, setStateValue }) {
         const picture = chart && chart.querySelector('.tv-first-paint img');
         if (chart && painted === undefined && ((picture && picture.complete) || chart.querySelector('.main-svg')))
             painted = Math.round(performance.now());
-        if (chart && chart.querySelector('.main-svg')) return report(chart, {painted: picturePaint || painted});
-        if (tries <= 0) return chart && report(chart, {painted: picturePaint || painted});
+        // the page's first graph is timed from the page's opening, not as a Run's (drawn)
+        const arrived = {painted: picturePaint || painted, drawn: {page: data.page, ms: null}};
+        if (chart && chart.querySelector('.main-svg')) return report(chart, arrived);
+        if (tries <= 0) return chart && report(chart, arrived);
         timer = setTimeout(() => first(tries - 1, painted), 50);
     }
     function measure() {
         const chart = document.querySelector('.st-key-graph_area');
         if (chart) report(chart, {});
     }
+    // A Run's new graph (data.time): when Plotly has painted it, the ms since this page's
+    // data arrived, so the status says Run -> painted rather than the server's share. Only
+    // for a Run: a report while a click's rerun draws would cut that rerun short.
+    const mounted = performance.now();
+    function drawn(tries) {
+        const chart = document.querySelector('.st-key-graph_area');
+        if (chart && chart.querySelector('.st-key-graph .main-svg'))
+            return requestAnimationFrame(() => requestAnimationFrame(() =>
+                report(chart, {drawn: {page: data.page, ms: Math.round(performance.now() - mounted)}})));
+        if (tries > 0) timer = setTimeout(() => drawn(tries - 1), 50);
+    }
     if (seen.width === undefined) requestAnimationFrame(() => first(600, undefined));
+    else if (data.time && (!seen.drawn || seen.drawn.page !== data.page)) drawn(200);
     else timer = setTimeout(measure, 200);
     const again = () => { clearTimeout(timer); timer = setTimeout(measure, 400); };
     window.addEventListener('resize', again);
@@ -120,8 +135,34 @@ def fit(drawn: int, room) -> int:
     return int(room) - MARGIN_PX
 
 
-def measure(page: str) -> None:
-    """Mounted below the graph: a rerun follows when the window's report changes. `page`
-    names what is drawn: another program's callouts move the graph's top, so it is
-    measured again; so is a resized window."""
-    _REPORTER(key=KEY, data={"seen": _reported(), "page": page}, height=0, on_window_change=lambda: None)
+def measure(page: str, time_paint: bool = False) -> None:
+    """Mounted in the status line's fragment (pages/debugger.py): its report reruns only
+    that fragment, which reruns the page when the graph must be drawn again (redraw_needed).
+    `page` names what is drawn: another program's callouts move the graph's top, so it is
+    measured again; so is a resized window. `time_paint`: report when the browser painted
+    `page` (a Run's graph, whose status waits for it)."""
+    _REPORTER(key=KEY, data={"seen": _reported(), "page": page, "time": time_paint}, height=0,
+              on_window_change=lambda: None)
+
+
+def _drawn_for() -> tuple:
+    reported = _reported()
+    return reported.get("width"), reported.get("room"), bool(reported.get("plotly"))
+
+
+def note_drawn() -> None:
+    """The graph was drawn for the browser's last report (its width, room, Plotly's state)."""
+    st.session_state["_viewport_drawn_for"] = _drawn_for()
+
+
+def redraw_needed() -> bool:
+    """A report came that the drawn graph did not use: the page must draw it again."""
+    return st.session_state.get("_viewport_drawn_for") != _drawn_for()
+
+
+def drawn_ms(page: str) -> Optional[int]:
+    """The browser's ms from `page`'s data arriving to its graph painted, once reported."""
+    drawn = _reported().get("drawn")
+    if isinstance(drawn, dict) and drawn.get("page") == page and isinstance(drawn.get("ms"), (int, float)):
+        return int(drawn["ms"])
+    return None
