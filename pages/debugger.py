@@ -29,11 +29,12 @@ st.html("""<style>
 /* A page's first graph is painted from its first picture (draw/first_paint.py) while the
    browser loads Plotly's code; Plotly's chart waits over it, unseen, and takes its place
    once drawn. */
-.st-key-graph_area {position: relative;}
-.st-key-graph_area:has(.tv-first-paint) .st-key-graph:not(:has(.main-svg)) {
+.st-key-graph_area, [class*="st-key-first_paint_"] {position: relative;}
+:is(.st-key-graph_area, [class*="st-key-first_paint_"]):has(.tv-first-paint)
+    [data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]):not(:has(.main-svg)) {
     position: absolute; top: 0; left: 0; right: 0; visibility: hidden;}
-.st-key-graph_area:has(.st-key-graph .main-svg) [data-testid="stElementContainer"]:has(.tv-first-paint) {
-    display: none;}
+:is(.st-key-graph_area, [class*="st-key-first_paint_"]):has([data-testid="stPlotlyChart"] .main-svg)
+    [data-testid="stElementContainer"]:has(.tv-first-paint) {display: none;}
 </style>""")
 if st.session_state.get("large_text"):     # the projector: everything Streamlit sizes in rem grows
     # Streamlit sizes markdown, alerts and captions in its own px: they grow by name, wrapping

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..draw import compare_figures
+from ..draw import compare_figures, first_paint
 from ..state import compare
 from ..words import compare as words
 from ..words.markdown import literal
@@ -121,7 +121,10 @@ def _chart(column, cs, pair, side: str, rec, name: str, size: tuple) -> None:
         compare_figures.mark_picked(fig, G, pos, ring_at)
     fig.update_layout(showlegend=False, margin=dict(t=10))   # the caption under both says the rings
     column.markdown(f"**{literal(name, 80)}**")
-    chosen = column.plotly_chart(fig, key=f"compare_chart_{side}", on_select="rerun", selection_mode="points",
+    area = column.container(key=f"first_paint_compare_{side}")
+    if not viewport.plotly_drawn() and (first := first_paint.picture(fig)) is not None:
+        area.html(first)     # painted at once; Plotly's chart takes its place when drawn
+    chosen = area.plotly_chart(fig, key=f"compare_chart_{side}", on_select="rerun", selection_mode="points",
                                  height=fig.layout.height, config={"displaylogo": False, "scrollZoom": True})
     points = ((chosen or {}).get("selection") or {}).get("points") or []
     # Act on a chart's selection only when it changed: the other chart's older one stays
