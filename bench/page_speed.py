@@ -1,11 +1,12 @@
 """What users wait for on the debugger page: Run -> graph drawn.
 
-    python bench/page_speed.py browser [--presses 6] [--examples higher_order,mnist_step]
+    python bench/page_speed.py browser [--presses 6] [--examples higher_order,mnist_step] [--load N]
         in a real browser (`streamlit run app.py`, local mode, and Debian's chromium):
         the first page of a fresh server (the zygote may still be importing TensorFlow),
         then Run pressed again and again, back to back (median [min-max]), split as the
         browser sees it: click -> the program runs -> the run is drawn and timed (the
-        page's "Run → drawn in" line) -> the script run is over -> the graph on screen
+        page's "Run → drawn in" line) -> the script run is over -> the graph on screen;
+        --load N runs N busy loops beside it from the first press on (a loaded machine)
     python bench/page_speed.py profile [--example higher_order] [--top 25]
         a Chrome CPU profile of one press, by function (self and inclusive time)
     python bench/page_speed.py server [--big 1000,10000]
@@ -111,16 +112,18 @@ def page_in_chromium():
 
 
 def browser(args) -> None:
+    from arrival import load      # the same busy loops as the arrival bench
     results = {}
     with page_in_chromium() as (chromium, url):
         for i, name in enumerate(args.examples.split(",")):
             page = chromium.new_page(viewport={"width": 1600, "height": 1000})
             cold = open_example(page, url, name)
-            presses = [press_run(page) for _ in range(args.presses)]
+            with load(args.load):
+                presses = [press_run(page) for _ in range(args.presses)]
             results[name] = (cold, presses, i == 0)
             page.close()
-    print(f"Run -> graph drawn in chromium, seconds ({args.presses} presses back to back; "
-          f"median [min-max]):")
+    print(f"Run -> graph drawn in chromium, seconds ({args.presses} presses back to back, "
+          f"{args.load} busy loops beside them; median [min-max]):")
     for name, (cold, presses, first) in results.items():
         drawn = [p["drawn"] for p in presses]
         split = {k: statistics.median(p.get(k, float("nan")) for p in presses)
@@ -269,6 +272,7 @@ def main() -> None:
     p = sub.add_parser("browser")
     p.add_argument("--presses", type=int, default=6)
     p.add_argument("--examples", default="higher_order,mnist_step")
+    p.add_argument("--load", type=int, default=0, help="busy loops beside the presses")
     p = sub.add_parser("profile")
     p.add_argument("--example", default="higher_order")
     p.add_argument("--top", type=int, default=25)

@@ -2,7 +2,8 @@
 the figure tests check the no-overlap rule against (the browser tests measure the real ones)."""
 import plotly.graph_objects as go
 
-from tapeviz.draw import figures, place
+from tapeviz.draw import figures, gradient_flow, graph, layout, place
+from tapeviz.draw.options import View
 
 
 def label_boxes(fig: go.Figure) -> list:
@@ -31,3 +32,12 @@ def screen_of(fig: go.Figure) -> place.Screen:
 def overlaps(boxes: list) -> list:
     """Pairs of labels whose boxes intersect."""
     return [(a, b) for i, (a, p) in enumerate(boxes) for b, q in boxes[i + 1:] if place.intersect(p, q)]
+
+
+def lesson_figure(rec, **view):
+    """The op graph of `rec` as the page draws it for View(**view): its gradient flow
+    when a call is chosen."""
+    G = graph.build(rec, View(**view))
+    call = view.get("call")
+    flow = gradient_flow.flow_norms(rec, view.get("tape"), call, G) if call is not None else None
+    return figures.op_graph(G, layout.layered(G), View(**view), flow=flow)

@@ -5,15 +5,9 @@ import re
 
 import plotly.graph_objects as go
 
-from tapeviz.draw import figures, first_paint, gradient_flow, graph, layout
-from tapeviz.draw.options import View
+from tapeviz.draw import first_paint
 from builders import keras_like, wxb
-
-
-def lesson_figure(rec, **kw):
-    G = graph.build(rec, View(**kw))
-    flow = gradient_flow.flow_norms(rec, kw.get("tape"), kw["call"], G) if kw.get("call") is not None else None
-    return figures.op_graph(G, layout.layered(G), View(**kw), flow=flow)
+from figure_boxes import lesson_figure
 
 
 def plot_svg(html: str) -> str:

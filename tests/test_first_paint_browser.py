@@ -12,7 +12,7 @@ from playwright import sync_api
 
 from browser_util import ARGS, CHROMIUM, WAIT_MS, assert_no_exception, browser_page, streamlit_server
 from builders import keras_like, wxb
-from test_first_paint import lesson_figure
+from figure_boxes import lesson_figure
 from tapeviz.draw import first_paint
 
 pytestmark = pytest.mark.slow   # Chromium, and a Streamlit server for the page's test
