@@ -34,19 +34,24 @@ _JS = """export default function({ data, setStateValue }) {
     // in ms since the page opened, so the status can say what the person waited.
     // The browser's own paint time of the first picture (Largest Contentful Paint names the
     // element): a poll runs late while the main thread evaluates Plotly's code.
-    let picturePaint;
+    let picturePaint, observer;
+    const take = entries => entries.forEach(e => {    // the picture is an SVG image (its url)
+        if (picturePaint === undefined && ((e.url || '').startsWith('data:image/svg+xml')
+                || (e.element && e.element.closest('.tv-first-paint'))))
+            picturePaint = Math.round(e.renderTime || e.startTime);
+    });
     try {
-        new PerformanceObserver(list => list.getEntries().forEach(e => {
-            if (picturePaint === undefined && e.element && e.element.closest('.tv-first-paint'))
-                picturePaint = Math.round(e.renderTime || e.startTime);
-        })).observe({type: 'largest-contentful-paint', buffered: true});
+        observer = new PerformanceObserver(list => take(list.getEntries()));
+        observer.observe({type: 'largest-contentful-paint', buffered: true});
     } catch (e) { /* a browser without it: the poll's time */ }
     function first(tries, painted) {
         const chart = document.querySelector('.st-key-graph_area');
         const picture = chart && chart.querySelector('.tv-first-paint img');
         if (chart && painted === undefined && ((picture && picture.complete) || chart.querySelector('.main-svg')))
             painted = Math.round(performance.now());
-        // the page's first graph is timed from the page's opening, not as a Run's (drawn)
+        // the page's first graph is timed from the page's opening, not as a Run's (drawn);
+        // entries the observer has not handed over yet are taken now
+        if (observer) take(observer.takeRecords());
         const arrived = {painted: picturePaint || painted, drawn: {page: data.page, ms: null}};
         if (chart && chart.querySelector('.main-svg')) return report(chart, arrived);
         if (tries <= 0) return chart && report(chart, arrived);
