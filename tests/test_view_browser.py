@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served
+from browser_util import ROOT, WAIT_MS, assert_no_exception, browser_page, screenshot_path, served, settle
 from user_project import line_of, write_project
 
 pytestmark = pytest.mark.slow   # a Streamlit server driven in Chromium
@@ -47,8 +47,8 @@ def test_view_opens_the_recording_and_shows_each_nodes_own_file(viewer, recordin
     folder, data = recording
     with browser_page() as page:
         page.goto(viewer)
-        page.wait_for_selector(".js-plotly-plot", timeout=WAIT_MS)
-        page.wait_for_timeout(1500)
+        # drawn, then drawn again with the run view once the browser reported Plotly's chart
+        settle(page, WAIT_MS)
         text = page.inner_text("body")
         assert "Showing the recording run.json" in text and "main.py" in text
         assert "--lr 0.05 --steps 2" in text
