@@ -1,4 +1,4 @@
-"""An op graph's first picture: the figure op_graph built, as plain SVG in the page's own
+"""An op graph's first picture: the figure op_graph built, as an SVG image in the page's own
 HTML. A browser opening a lesson link paints it as soon as the page's first message
 arrives, while it still fetches and runs Plotly's 4.7 MB of code (2-3 s on a 2-core
 machine, the most of a link's wait). The Plotly chart, drawn in the same box, takes its
@@ -9,8 +9,9 @@ It draws what op_graph puts on a lesson's graph, at the places Plotly will: scat
 of lines (edges, NaN between segments), markers (circle, square, diamond, triangle-up
 turned by `angle`; "-open" drawn hollow) with their rims and colour scales, text at its
 textposition, the None notes (annotations with an arrow), the colour bar on the right and
-the legend above. x is a percentage of the plot's width, so the picture stretches with
-the column as Plotly's does; y is in px. A WebGL figure (past figures.SVG_NODES) gets no
+the legend above. x and y are percentages of the plot's box, so the picture stretches with
+the column as Plotly's does, and the plot starts below the legend's rows as the browser
+wraps them. A WebGL figure (past figures.SVG_NODES) gets no
 first picture: None. No Streamlit here.
 """
 from __future__ import annotations

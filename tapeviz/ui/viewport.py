@@ -1,10 +1,11 @@
 """The browser window as the debugger's graph meets it, reported by one hidden component
-mounted below the graph: the window's width, so labels are placed for the chart the person
+mounted with the status line (pages/debugger.py's fragment): the window's width, so labels are placed for the chart the person
 sees rather than the narrowest one (place.PLOT_W); the room from the graph's top to the
 window's bottom, so a taller graph is drawn to end there and the lesson's nodes are on
 screen on arrival at 1280x720 and 1024x768; whether Plotly's chart has been drawn (its
-code loaded), and when the page's first graph was painted. All come in one report: a
-page's first draw reruns once for them, not once each. Never imports TensorFlow."""
+code loaded), and when the browser painted the page's first graph or a Run's. All come in
+one report: a page's first draw reruns once for them, not once each. Never imports
+TensorFlow."""
 from __future__ import annotations
 
 from typing import Optional
@@ -28,10 +29,6 @@ _JS = """export default function({ data, setStateValue }) {
         if (redraw || extra.drawn)
             setStateValue('window', {width, room, plotly, painted: seen.painted, drawn: seen.drawn, ...extra});
     }
-    // The page's first report waits for Plotly's chart (its code loads for seconds on a
-    // first visit, the first picture standing in): one rerun then places the labels for
-    // the window and drops the first picture. It carries when the graph was first painted,
-    // in ms since the page opened, so the status can say what the person waited.
     // The browser's own paint time of the first picture (Largest Contentful Paint names the
     // element): a poll runs late while the main thread evaluates Plotly's code.
     let picturePaint, observer;
@@ -44,6 +41,10 @@ _JS = """export default function({ data, setStateValue }) {
         observer = new PerformanceObserver(list => take(list.getEntries()));
         observer.observe({type: 'largest-contentful-paint', buffered: true});
     } catch (e) { /* a browser without it: the poll's time */ }
+    // The page's first report waits for Plotly's chart (its code loads for seconds on a
+    // first visit, the first picture standing in): one rerun then places the labels for
+    // the window and drops the first picture. It carries when the graph was first painted,
+    // in ms since the page opened, so the status can say what the person waited.
     function first(tries, painted) {
         const chart = document.querySelector('.st-key-graph_area');
         const picture = chart && chart.querySelector('.tv-first-paint img');
